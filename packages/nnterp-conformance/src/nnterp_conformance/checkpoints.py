@@ -1,0 +1,121 @@
+"""Tiny checkpoints written locally: a shrunk config, weights from a fixed seed, a tokenizer made on the spot.
+
+No hub is needed. ``tiny_checkpoint(name)`` writes a checkpoint once into a
+cache folder (``$NNTERP_CHECKPOINTS``, else ``~/.cache/nnterp/checkpoints``)
+with ``save_pretrained`` and returns its directory, which
+``StandardizedTransformer(path)`` loads through the real loading path. The
+same name gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SEED = 0
+#: the text the byte-level BPE tokenizer is trained on: fixed, so it trains the same every time
+CORPUS = (
+    "The quick brown fox jumps over the lazy dog. Hello world, hello there! "
+    "The Eiffel Tower is in Paris; the Colosseum is in Rome. 0123456789 "
+    "def add(a, b):\n    return a + b\n"
+    "Interpretability studies the residual stream, attention patterns and neurons."
+)
+#: tokens the tokenizer holds: the 256 bytes, one special token, the rest merges
+TOKENIZER_VOCAB = 300
+SPECIAL = "<|endoftext|>"
+
+
+def cache_root() -> Path:
+    """Where tiny checkpoints are written: ``$NNTERP_CHECKPOINTS``, else ``~/.cache/nnterp/checkpoints``."""
+    override = os.environ.get("NNTERP_CHECKPOINTS")
+    return Path(override) if override else Path.home() / ".cache" / "nnterp" / "checkpoints"
+
+
+def spec(name: str) -> Any:
+    """The ``TinyConfig`` registered under ``name`` (entry-point group ``nnterp.checkpoints``)."""
+    from nnterp.registry import checkpoints
+
+    entries = checkpoints()
+    if name not in entries:
+        known = ", ".join(sorted(entries)) or "(none: is a family package installed?)"
+        raise LookupError(f"no tiny checkpoint is registered as {name!r}; registered: {known}")
+    return entries[name].load()
+
+
+def names() -> list[str]:
+    """Every registered tiny checkpoint's name, sorted."""
+    from nnterp.registry import checkpoints
+
+    return sorted(checkpoints())
+
+
+def _digest(tiny: Any) -> str:
+    import transformers
+
+    text = repr((tiny.model_type, sorted(tiny.fields.items()), transformers.__version__, CORPUS, SEED))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def tiny_checkpoint(name: str) -> Path:
+    """The directory of the tiny checkpoint ``name``, written on first use.
+
+    Written into a temporary folder beside the cache entry and renamed into
+    place, so concurrent workers never see half a checkpoint.
+    """
+    import nnterp  # noqa: F401 - nnsight before transformers.models, in every process
+
+    tiny = spec(name)
+    target = cache_root() / f"{name}-{_digest(tiny)}"
+    if (target / "config.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        write_checkpoint(tiny, scratch)
+        try:
+            scratch.rename(target)
+        except OSError:
+            if not (target / "config.json").exists():
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def write_checkpoint(tiny: Any, directory: Path) -> None:
+    """Write ``tiny``'s model (weights from ``SEED``) and a tokenizer into ``directory``."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = tiny.config()
+    tokenizer = build_tokenizer()
+    if getattr(config, "vocab_size", TOKENIZER_VOCAB) < len(tokenizer):
+        raise ValueError(f"{tiny.model_type}: vocab_size {config.vocab_size} is smaller than the tokenizer's {len(tokenizer)}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        model = AutoModelForCausalLM.from_config(config, **tiny.load)
+    model.eval()
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+
+
+def build_tokenizer() -> Any:
+    """A byte-level BPE tokenizer trained on ``CORPUS``: every text encodes, and the merges are fixed."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=TOKENIZER_VOCAB,
+        special_tokens=[SPECIAL],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator([CORPUS] * 4, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=SPECIAL, bos_token=SPECIAL, pad_token=SPECIAL)

@@ -1,0 +1,41 @@
+"""nnterp: one vocabulary for the insides of every HuggingFace language model.
+
+``from nnterp import StandardizedTransformer`` is the first line; the rest of
+this namespace is what a family author builds with.
+"""
+
+from . import layouts as layouts
+from .components import INTERFACE as INTERFACE
+from .components import Attention as Attention
+from .components import Layer as Layer
+from .components import Mlp as Mlp
+from .components import Standard as Standard
+from .components import blocks_support as blocks_support
+from .components import first_tensor as first_tensor
+from .components import interface_reason as interface_reason
+from .components import needs_eager as needs_eager
+from .components import rewrap as rewrap
+from .components import seq_first as seq_first
+from .descriptors import DerivedEProperty as DerivedEProperty
+from .descriptors import EProperty as EProperty
+from .descriptors import unavailable as unavailable
+from .errors import FamilyNotFound as FamilyNotFound
+from .errors import SourceNotAvailable as SourceNotAvailable
+from .errors import Unavailable as Unavailable
+from .layouts import HeadOutputs as HeadOutputs
+from .layouts import Keys as Keys
+from .layouts import Logits as Logits
+from .layouts import Neurons as Neurons
+from .layouts import Pattern as Pattern
+from .layouts import Queries as Queries
+from .layouts import Residual as Residual
+from .layouts import Values as Values
+from .layouts import axis_size as axis_size
+from .reasons import NOT_ON_INTERFACE as NOT_ON_INTERFACE
+from .reasons import PARALLEL as PARALLEL
+from .reasons import POST_NORM_ATTENTION as POST_NORM_ATTENTION
+from .reasons import POST_NORM_MLP as POST_NORM_MLP
+from .tiny import TinyConfig as TinyConfig
+from .transformer import StandardizedTransformer as StandardizedTransformer
+
+__version__ = "0.1.0"

@@ -1,0 +1,20 @@
+"""The base components a family's envoys subclass."""
+
+from .attention import INTERFACE, Attention, interface_reason, needs_eager, seq_first
+from .layer import Layer
+from .mlp import Mlp
+from .standard import Standard, blocks_support, first_tensor, rewrap
+
+__all__ = [
+    "INTERFACE",
+    "Attention",
+    "Layer",
+    "Mlp",
+    "Standard",
+    "blocks_support",
+    "first_tensor",
+    "interface_reason",
+    "needs_eager",
+    "rewrap",
+    "seq_first",
+]

@@ -1,0 +1,178 @@
+"""Softmax attention: its contribution, its pattern, and the interior of the shared interface."""
+
+from typing import Any
+
+from torch import Tensor
+
+from ..descriptors import EProperty
+from ..layouts import HeadOutputs, Keys, Pattern, Queries, Residual, Values
+from .standard import Standard
+
+#: the call of transformers' shared attention interface in an attention forward;
+#: attention_interface_0 is the binding ``attention_interface = ...get_interface(...)``
+INTERFACE = "attention_interface_1"
+
+
+def _config(envoy: Any) -> Any:
+    config = getattr(envoy._module, "config", None)
+    return config if config is not None else envoy.root._module.config
+
+
+def needs_eager(envoy: Any) -> str | None:
+    """Why a value read inside the eager attention forward is unavailable, or None."""
+    implementation = getattr(_config(envoy), "_attn_implementation", None) or "eager"
+    if implementation == "eager":
+        return None
+    return (
+        f"this model runs attn_implementation={implementation!r}, whose kernel never "
+        "materializes the attention interior; load with "
+        "StandardizedTransformer(..., attn_implementation='eager') to read it"
+    )
+
+
+def interface_reason(envoy: Any) -> str | None:
+    """Why the values read inside the shared interface are unavailable on ``envoy``: its ``off_interface``."""
+    return envoy.off_interface()
+
+
+def seq_first(value: Tensor) -> Tensor:
+    """``[batch, heads, seq, head_dim]`` <-> ``[batch, seq, heads, head_dim]``, as a view; its own inverse."""
+    return value.transpose(1, 2)
+
+
+def _inside(operation: str) -> str:
+    return f"source.{INTERFACE}.source.{operation}"
+
+
+class Attention(Standard):
+    """A softmax-attention module: its contribution, its pattern, and its interior.
+
+    Everything but ``attention_output`` is read inside transformers' shared
+    ``eager_attention_forward``, reached through the module's
+    ``attention_interface`` call (``INTERFACE``): the queries, keys and values
+    it receives, the scores entering its softmax, the pattern leaving it, and
+    the per-head outputs it returns. They are unavailable unless the model was
+    loaded with ``attn_implementation="eager"``; ``off_interface`` is the one
+    place that decides.
+
+    Sizes (``num_heads``, ``num_kv_heads``, ``head_dim``, ``qk_head_dim``) are
+    this block's, read off the module, so they hold outside a trace and on a
+    model whose blocks differ.
+    """
+
+    def off_interface(self) -> str | None:
+        """Why the shared attention interface does not run on this module, or None."""
+        return needs_eager(self)
+
+    @EProperty("output", "What the attention adds to the residual stream", select=0)
+    def attention_output(self, value: Tensor) -> Residual:
+        """The attention's contribution to the residual stream, ``[batch, seq, hidden_size]``.
+
+        What the block adds to ``layer_input``. In-place edits and assignment
+        reach the model.
+        """
+        return value
+
+    @EProperty(f"source.{INTERFACE}.inputs", "Queries the attention interface receives", interface_reason, 1)
+    def attention_queries(self, value: Tensor) -> Queries:
+        """The queries the attention interface receives, ``[batch, num_heads, seq, qk_head_dim]``.
+
+        After the projection and, where the family has them, the rotary
+        embeddings. Assign to replace them; in-place edits reach the model
+        where torch allows them (not on GPT-2's split views of ``c_attn``).
+        """
+        return value
+
+    @EProperty(f"source.{INTERFACE}.inputs", "Keys the attention interface receives", interface_reason, 2)
+    def attention_keys(self, value: Tensor) -> Keys:
+        """The keys the attention interface receives, ``[batch, num_kv_heads, seq, qk_head_dim]``.
+
+        Before ``repeat_kv``: under grouped-query attention the head axis is
+        ``num_kv_heads`` wide. Assign to replace them.
+        """
+        return value
+
+    @EProperty(f"source.{INTERFACE}.inputs", "Values the attention interface receives", interface_reason, 3)
+    def attention_values(self, value: Tensor) -> Values:
+        """The values the attention interface receives, ``[batch, num_kv_heads, seq, head_dim]``, before ``repeat_kv``."""
+        return value
+
+    @EProperty(_inside("nn_functional_softmax_0.input"), "Scaled, masked scores entering the softmax", interface_reason)
+    def attention_scores(self, value: Tensor) -> Pattern:
+        """The scaled, masked scores entering the softmax, ``[batch, num_heads, query, key]``.
+
+        ``softmax(attention_scores)`` is ``attention_probabilities`` up to the
+        dtype cast. Assign to replace them; in-place edits reach the model.
+        """
+        return value
+
+    @EProperty(_inside("nn_functional_dropout_0.output"), "The attention pattern the values are mixed with", interface_reason)
+    def attention_probabilities(self, value: Tensor) -> Pattern:
+        """The attention pattern, ``[batch, num_heads, query, key]``.
+
+        The probabilities as the values are mixed with them: after the softmax,
+        the cast to the model's dtype and the dropout. Rows sum to one. Read it,
+        edit it in place, or assign a tensor of the same shape::
+
+            with model.trace(prompt):
+                pattern = model.layers[1].self_attn.attention_probabilities.save()
+                model.layers[1].self_attn.attention_probabilities[:, 2] = 0
+        """
+        return value
+
+    @EProperty(f"source.{INTERFACE}.output", "Each head's output before the output projection", interface_reason, 0)
+    def attention_head_outputs(self, value: Tensor) -> HeadOutputs:
+        """Each head's output before they are joined and projected, ``[batch, seq, num_heads, head_dim]``.
+
+        What the interface returns; the module reshapes it to
+        ``[batch, seq, num_heads * head_dim]`` and applies the output projection
+        to get ``attention_output``. Assign, or edit in place.
+        """
+        return value
+
+    # -- sizes -------------------------------------------------------------------
+
+    def _first(self, *names: str) -> Any:
+        for name in names:
+            value = getattr(self._module, name, None)
+            if value is not None:
+                return value
+        return None
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one head's values and outputs: the module's ``v_head_dim``, else its ``head_dim``."""
+        value = self._first("v_head_dim", "head_dim", "head_size")
+        if value is None:
+            config = _config(self)
+            value = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        return int(value)
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one head's queries and keys: the module's ``qk_head_dim``, else ``head_dim``."""
+        value = self._first("qk_head_dim")
+        return int(value) if value is not None else self.head_dim
+
+    @property
+    def num_heads(self) -> int:
+        """Query heads: the module's ``num_heads`` (or its spellings), else the output projection's width over ``head_dim``."""
+        value = self._first("num_heads", "num_attention_heads", "n_heads", "n_head")
+        if value is None:
+            config = getattr(self._module, "config", None)
+            value = getattr(config, "num_attention_heads", None)
+        if value is None:
+            value = self.o_proj._module.in_features // self.head_dim
+        return int(value)
+
+    @property
+    def num_kv_heads(self) -> int:
+        """Key/value heads as projected: ``num_key_value_heads`` or its spellings, else ``num_heads``."""
+        value = self._first("num_key_value_heads", "num_kv_heads", "kv_heads")
+        if value is None:
+            groups = self._first("num_key_value_groups")
+            value = self.num_heads // groups if groups else None
+        if value is None:
+            config = getattr(self._module, "config", None)
+            value = getattr(config, "num_key_value_heads", None)
+        return int(value) if value is not None else self.num_heads

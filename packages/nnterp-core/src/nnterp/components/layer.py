@@ -1,0 +1,81 @@
+"""The decoder block: the residual stream entering it, between its sublayers, and leaving it."""
+
+from typing import Any, ClassVar
+
+from torch import Tensor
+
+from ..descriptors import EProperty
+from ..layouts import Residual
+from .standard import Standard
+
+
+class Layer(Standard):
+    """A decoder block. Its hidden states are ``layer_output``, whatever the block returns.
+
+    Its children under their standard names: ``self_attn`` (an ``Attention``),
+    ``mlp`` (an ``Mlp``) and the norms ``input_layernorm`` and
+    ``post_attention_layernorm`` where the family has them. The boundaries
+    between ``layer_input`` and ``layer_output`` are defined on the pre-norm
+    block, ``x + attn(norm1(x))`` then ``+ mlp(norm2(.))``; a family built
+    otherwise points them at its own modules or marks them unavailable.
+    """
+
+    #: whether the block returns a tuple whose first element is the stream
+    returns_tuple: ClassVar[bool] = False
+
+    @EProperty("input", "The residual stream entering this block")
+    def layer_input(self, value: Tensor) -> Residual:
+        """The residual stream entering this block, before any of its norms, ``[batch, seq, hidden_size]``.
+
+        The block's first argument. With the contributions it is the identity
+        the values are defined by:
+        ``layer_input + self_attn.attention_output + mlp.mlp_output == layer_output``.
+        In-place edits and assignment reach the model.
+        """
+        return value
+
+    @EProperty("input_layernorm.output", "What the attention is called with: its pre-norm's output")
+    def attention_norm_output(self, value: Tensor) -> Residual:
+        """The attention's pre-norm output, ``[batch, seq, hidden_size]``: ``input_layernorm.output``."""
+        return value
+
+    @EProperty("post_attention_layernorm.input", "The stream between the attention and the MLP")
+    def layer_mid(self, value: Tensor) -> Residual:
+        """The residual stream between the two sublayers, ``[batch, seq, hidden_size]``.
+
+        ``layer_input + attention_output``, read where the MLP's pre-norm is
+        called with it. A parallel block has no such stream and marks it
+        unavailable. In-place edits and assignment reach the model.
+        """
+        return value
+
+    @EProperty("post_attention_layernorm.output", "What the MLP's pre-norm hands on")
+    def mlp_norm_output(self, value: Tensor) -> Residual:
+        """The MLP's pre-norm output, ``[batch, seq, hidden_size]``: ``post_attention_layernorm.output``."""
+        return value
+
+    @EProperty("mlp.input", "What the MLP is called with")
+    def mlp_input(self, value: Tensor) -> Residual:
+        """The MLP's input, ``[batch, seq, hidden_size]``; ``mlp_norm_output`` where nothing sits between them."""
+        return value
+
+    @EProperty("output", "The residual stream leaving this block", select=0)
+    def layer_output(self, value: Tensor) -> Residual:
+        """The residual stream leaving this block, ``[batch, seq, hidden_size]``.
+
+        What the next block's ``layer_input`` receives. In-place edits and
+        assignment reach the model; a tuple-returning block keeps its other
+        elements.
+        """
+        return value
+
+    def skip(self, hidden: Tensor) -> None:
+        """Skip this block, handing ``hidden`` on as its residual stream.
+
+        The block does not run; ``hidden`` takes the place of its
+        ``layer_output``, packed the way the block returns it. Call it inside
+        a trace, before anything in the block is read.
+        """
+        super().skip((hidden, None) if self.returns_tuple else hidden)
+
+

@@ -1,0 +1,333 @@
+"""The descriptors standard values are made of.
+
+``EProperty`` is nnsight's ``eproperty`` with three additions: its key is a
+path from the host envoy rather than a suffix of the host's own path, it can
+say when it is unavailable, and it can serve one element of what the location
+holds. ``DerivedEProperty`` computes a value from other served values, and
+``unavailable(reason)`` is how a family says it has no such value.
+"""
+
+from __future__ import annotations
+
+import typing
+from functools import partial
+from typing import Any, Callable
+
+from nnsight.intervention.eproperty import WriteBack, eproperty
+from nnsight.intervention.interleaver import Mediator
+from nnsight.intervention.util import first_input, replace_first_input
+
+from . import layouts
+from .errors import SourceNotAvailable, Unavailable
+
+#: the attributes a path can end in, and the location suffix each is served at
+SERVED = {"output": "output", "input": "input", "inputs": "input"}
+
+Reason = str | Callable[[Any], str | None] | None
+Select = int | str | Callable[[Any], int | str | None] | None
+
+
+class EProperty(eproperty):
+    """An eproperty whose key is a path from the host, and which can say when it is unavailable.
+
+    ``key`` is where the value lives, relative to the host envoy: dotted
+    segments ending in ``output``, ``input`` (the first argument) or ``inputs``
+    (the ``(args, kwargs)`` pair). A segment is a child by its standard or
+    native name, ``..`` the parent, and ``source`` the forward's operations,
+    so ``"../post_attention_layernorm.output"`` is a sibling's output and
+    ``"source.attention_interface_1.source.nn_functional_softmax_0.input"`` an
+    argument of an operation inside a called function. A leading ``/`` walks
+    from the model's root. ``key`` may be a function of the envoy.
+
+    ``unavailable`` is a reason, or a function of the envoy returning one or
+    None; a value whose path names a module the block does not have is
+    unavailable with that reason too. ``select`` serves one element: an
+    argument by position or name on ``inputs``, an element of a tuple output
+    (a bare tensor stands for its own element 0).
+
+    Reads, assignments and in-place edits all go through the interleaver as
+    ``.output`` does. A path through ``source`` is walked before every read
+    and write, because an operation inside a called function exists only once
+    that call has been drilled into in the current run.
+    """
+
+    def __init__(
+        self,
+        key: str | Callable[[Any], str] | None = None,
+        description: str | None = None,
+        unavailable: Reason = None,
+        select: Select = None,
+    ) -> None:
+        super().__init__(key=None, description=description)
+        self.key = key
+        self.select = select
+        self._unavailable = unavailable
+        self.owner: type | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owner = owner
+        if self.name is None:
+            self.name = name
+
+    # -- what the value is -------------------------------------------------------
+
+    @property
+    def layout(self) -> Any:
+        """The value's shape as a jaxtyping type (``Residual``, ``Pattern``, ...), or None.
+
+        Read off the return annotation of the function that defines the value;
+        a value redefined without one (``unavailable(...)``) keeps its base's.
+        """
+        if self._preprocess is not None:
+            hints = typing.get_type_hints(self._preprocess)
+            if "return" in hints:
+                return hints["return"]
+        return self._inherited("layout")
+
+    @property
+    def dims(self) -> tuple[str, ...] | None:
+        """The axis names of ``layout``: ``("batch", "seq", "hidden_size")``."""
+        layout = self.layout
+        return None if layout is None else layouts.dims(layout)
+
+    def _inherited(self, attribute: str) -> Any:
+        if self.owner is None:
+            return None
+        for base in self.owner.__mro__[1:]:
+            other = vars(base).get(self.name)
+            if isinstance(other, EProperty):
+                return getattr(other, attribute)
+        return None
+
+    def key_for(self, obj: Any) -> str:
+        """The path for ``obj``: the key itself, or what the key function returns for it."""
+        key = self.key(obj) if callable(self.key) else self.key
+        return key if key is not None else self.name
+
+    def inside_forward(self) -> bool:
+        """Whether the value is an operation inside a forward (a key function, or a ``source`` segment)."""
+        return callable(self.key) or "source" in (self.key or "").split(".")
+
+    @staticmethod
+    def served(path: str) -> str:
+        """The served attribute a path ends in: ``output``, ``input`` or ``inputs``."""
+        return path.rsplit(".", 1)[-1]
+
+    def reason(self, obj: Any) -> str | None:
+        """Why this value is not available on ``obj``, or None when it is."""
+        reason = self._unavailable(obj) if callable(self._unavailable) else self._unavailable
+        if reason is not None:
+            return reason
+        return self._missing_module(obj)
+
+    def _missing_module(self, obj: Any) -> str | None:
+        # The modules a path names exist outside a trace, so a path through a
+        # module this block lacks is reported before anything runs.
+        segments = self.key_for(obj).split(".")
+        node = obj.root if segments[0] == "" else obj
+        for segment in segments[1:-1] if segments[0] == "" else segments[:-1]:
+            if segment == "source":
+                return None
+            if segment == "..":
+                node = node.parent
+                continue
+            child = node.__dict__.get(segment)
+            if child is None:
+                return f"no {segment} module on this block"
+            node = child
+        return None
+
+    def __str__(self) -> str:
+        layout = self.layout
+        if layout is None:
+            return super().__str__()
+        axes = " ".join(layouts.dims(layout))
+        return f"({self.name}) -> {layouts.layout_name(layout)} [{axes}]: {self.description}"
+
+    # -- where the value is --------------------------------------------------------
+
+    def _locate(self, obj: Any) -> tuple[str, str]:
+        """Walk the path (drilling where it goes through ``source``); the location and what it ends in."""
+        path = self.key_for(obj)
+        segments = path.split(".")
+        node = obj
+        if segments[0] == "":
+            node, segments = obj.root, segments[1:]
+        *walk, last = segments
+        if last not in SERVED:
+            raise ValueError(f"{self.name}: the path {path!r} must end in one of {sorted(SERVED)}")
+        for index, segment in enumerate(walk):
+            if segment == "..":
+                node = node.parent
+            elif segment == "source":
+                node = node.source
+            else:
+                try:
+                    node = getattr(node, segment)
+                except AttributeError as error:
+                    if walk[index - 1 : index] == ["source"]:
+                        raise SourceNotAvailable(
+                            f"{type(obj).__name__}.{self.name}", path, segment, tuple(node.names)
+                        ) from error
+                    raise
+        return f"{node.path}.{SERVED[last]}", last
+
+    def _serve(self, obj: Any, raw: Any, last: str) -> Any:
+        """What the location holds, narrowed to what the value is."""
+        value = first_input(*raw) if last == "input" else raw
+        select = self.select(obj) if callable(self.select) else self.select
+        if select is None:
+            return value
+        if last == "inputs":
+            args, kwargs = value
+            if isinstance(select, int):
+                return args[select]
+            return kwargs[select]
+        if isinstance(select, str):
+            return value[select] if isinstance(value, dict) else getattr(value, select)
+        if isinstance(value, (tuple, list)):
+            return value[select]
+        if select == 0:
+            return value
+        raise IndexError(f"{self.name}: element {select} of a {type(value).__name__}, which has one")
+
+    def _unserve(self, obj: Any, raw: Any, last: str, value: Any) -> Any:
+        """``value`` put back where it was served from in ``raw``."""
+        if last == "input":
+            return replace_first_input(*raw, value)
+        select = self.select(obj) if callable(self.select) else self.select
+        if select is None:
+            return value
+        if last == "inputs":
+            args, kwargs = raw
+            if isinstance(select, int):
+                return (*args[:select], value, *args[select + 1 :]), kwargs
+            return args, {**kwargs, select: value}
+        if isinstance(select, str):
+            if isinstance(raw, dict):
+                raw[select] = value
+            else:
+                setattr(raw, select, value)
+            return raw
+        if isinstance(raw, (tuple, list)):
+            return type(raw)((*raw[:select], value, *raw[select + 1 :]))
+        return value
+
+    def _plain(self, last: str) -> bool:
+        # Whether a written value is the location's whole value.
+        return last != "input" and self.select is None
+
+    # -- reading and writing -------------------------------------------------------
+
+    def _check(self, obj: Any) -> None:
+        reason = self.reason(obj)
+        if reason is not None:
+            raise Unavailable(getattr(obj, "path", type(obj).__name__), self.name, reason)
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        self._check(obj)
+        try:
+            return self._read(obj)
+        except AttributeError as error:
+            # A property getter's AttributeError makes Python fall back to
+            # __getattr__, which would blame the attribute; Standard.__getattr__
+            # re-raises this one, with its own line.
+            obj.__dict__["_nnterp_error"] = (self.name, error)
+            raise
+
+    def _read(self, obj: Any) -> Any:
+        location, last = self._locate(obj)
+        if self._transform is not None:
+            mediator = Mediator.current(location)
+            occurrence = mediator.wanted(location)
+            waiting = mediator.transform
+            if waiting is not None and waiting.key == (self, location, occurrence):
+                return waiting.view
+        raw = Mediator.value(location)
+        served = self._serve(obj, raw, last)
+        value = self._preprocess(obj, served) if self._preprocess is not None else served
+        if self._transform is not None:
+            write_back = partial(self._write_back, obj, value, served, raw, last)
+            mediator.transform = WriteBack(write_back, value, self, location, occurrence)
+        return value
+
+    def _write_back(self, obj: Any, view: Any, served: Any, raw: Any, last: str) -> Any:
+        return self._unserve(obj, raw, last, self._transform(obj, view, served))
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self._check(obj)
+        location, last = self._locate(obj)
+        if self._postprocess is not None:
+            value = self._postprocess(obj, value)
+        if not self._plain(last):
+            value = self._unserve(obj, Mediator.value(location), last, value)
+        Mediator.swap(location, value)
+
+
+class DerivedEProperty(EProperty):
+    """An EProperty computed from other served values rather than read at one location.
+
+    ``compute(envoy)`` runs at read time inside the trace and may read any
+    number of values; the result is read-only.
+    """
+
+    def __init__(
+        self, compute: Callable[[Any], Any], description: str | None = None, unavailable: Reason = None
+    ) -> None:
+        super().__init__(key=None, description=description, unavailable=unavailable)
+        self.compute = compute
+        self.__doc__ = compute.__doc__
+
+    def inside_forward(self) -> bool:
+        return True
+
+    def _missing_module(self, obj: Any) -> str | None:
+        return None
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        self._check(obj)
+        return self.compute(obj)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise AttributeError(f"{self.name} is derived from other values and read-only")
+
+
+class Placeholder(EProperty):
+    """A value a family does not have: every access raises ``Unavailable`` with the reason."""
+
+    def inside_forward(self) -> bool:
+        return False
+
+    def reason(self, obj: Any) -> str:
+        return self._unavailable
+
+    def _locate(self, obj: Any) -> tuple[str, str]:  # pragma: no cover - _check raises first
+        raise Unavailable(obj.path, self.name, self._unavailable)
+
+    def __str__(self) -> str:
+        return f"({self.name}): unavailable: {self._unavailable}"
+
+
+def declared_values(cls: type) -> dict[str, EProperty]:
+    """Every standard value a class declares, by name, in declaration order (a subclass's redefinition wins)."""
+    found: dict[str, EProperty] = {}
+    for klass in reversed(cls.__mro__):
+        for name, attribute in vars(klass).items():
+            if isinstance(attribute, EProperty):
+                found.pop(name, None)
+                found[name] = attribute
+    return found
+
+
+def unavailable(reason: str) -> EProperty:
+    """A value a family does not have: assign it in the class body in place of the inherited one.
+
+    ``attention_probabilities = unavailable("no softmax: the attention is linear")``
+    keeps the name in the tree and in the repr, with the reason, and makes any
+    access raise ``Unavailable`` with it.
+    """
+    return Placeholder(description=reason, unavailable=reason)

@@ -1,0 +1,81 @@
+"""The shapes of standard values: axis names, jaxtyping aliases, and axis sizes.
+
+An axis that is a fact about the model is named as the size that holds it
+(``HIDDEN`` is ``"hidden_size"``, ``HEADS`` is ``"num_heads"``), so
+``axis_size(envoy, HEADS)`` finds the number on the envoy that declares it.
+Axes that depend on the input (``batch``, ``seq``, ``query``, ``key``) have no
+size to look up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxtyping import Float
+from torch import Tensor
+
+BATCH = "batch"
+SEQ = "seq"
+QUERY = "query"
+KEY = "key"
+HIDDEN = "hidden_size"
+HEADS = "num_heads"
+KV_HEADS = "num_kv_heads"
+HEAD_DIM = "head_dim"
+QK_HEAD_DIM = "qk_head_dim"
+INTERMEDIATE = "intermediate_size"
+VOCAB = "vocab_size"
+
+#: the residual stream and the contributions added to it
+Residual = Float[Tensor, f"{BATCH} {SEQ} {HIDDEN}"]
+#: scores and probabilities, one row per query position
+Pattern = Float[Tensor, f"{BATCH} {HEADS} {QUERY} {KEY}"]
+Queries = Float[Tensor, f"{BATCH} {HEADS} {SEQ} {QK_HEAD_DIM}"]
+#: before repeat_kv: num_kv_heads wide under grouped-query attention
+Keys = Float[Tensor, f"{BATCH} {KV_HEADS} {SEQ} {QK_HEAD_DIM}"]
+Values = Float[Tensor, f"{BATCH} {KV_HEADS} {SEQ} {HEAD_DIM}"]
+#: sequence before heads, as the shared attention interface returns them
+HeadOutputs = Float[Tensor, f"{BATCH} {SEQ} {HEADS} {HEAD_DIM}"]
+Neurons = Float[Tensor, f"{BATCH} {SEQ} {INTERMEDIATE}"]
+Logits = Float[Tensor, f"{BATCH} {SEQ} {VOCAB}"]
+
+#: alias name by layout, for the repr line of a value
+NAMES: dict[int, str] = {
+    id(layout): name
+    for name, layout in dict(globals()).items()
+    if name[:1].isupper() and hasattr(layout, "dims") and not isinstance(layout, str)
+}
+
+
+def layout_name(layout: Any) -> str:
+    """The alias a layout was declared as (``Residual``), else jaxtyping's own spelling."""
+    return NAMES.get(id(layout), getattr(layout, "__name__", repr(layout)))
+
+
+def dims(layout: Any) -> tuple[str, ...]:
+    """The axis names of a jaxtyping layout: ``("batch", "seq", "hidden_size")``."""
+    return tuple(getattr(dim, "name", str(dim)) for dim in layout.dims)
+
+
+def axis_size(envoy: Any, axis: str) -> int:
+    """The size of ``axis`` on the values ``envoy`` serves.
+
+    The attribute named ``axis`` on ``envoy`` when its class declares it, else on
+    the first envoy above it that does, up to the model's root. Only an envoy's
+    class counts, never an attribute of the wrapped module, which can share a
+    name and hold another number::
+
+        axis_size(model.layers[3], HIDDEN)            # model.hidden_size
+        axis_size(model.layers[3].self_attn, HEADS)   # this block's heads
+
+    Raises ``ValueError`` when no envoy from ``envoy`` up declares ``axis``.
+    """
+    node = envoy
+    while node is not None:
+        if any(axis in vars(cls) for cls in type(node).__mro__):
+            return getattr(node, axis)
+        node = node.parent
+    raise ValueError(
+        f"no envoy from {getattr(envoy, 'path', envoy)!r} up to the root declares the size "
+        f"{axis!r}; it depends on the input, or the family names it differently"
+    )

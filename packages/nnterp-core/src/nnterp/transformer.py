@@ -1,0 +1,160 @@
+"""StandardizedTransformer: any causal LM under one vocabulary, on its own HuggingFace modules."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+from typing import Any
+
+import torch
+from nnsight.modeling.transformers import TransformersModel
+from torch import Tensor
+
+from .components.standard import blocks_support
+from .descriptors import EProperty, declared_values
+from .layouts import Logits
+from .registry import family_for
+
+_PREPROCESSOR_FLAGS = {
+    "tokenizer": "_load_tokenizer",
+    "image_processor": "_load_image_processor",
+    "feature_extractor": "_load_feature_extractor",
+    "processor": "_load_processor",
+}
+
+
+def _model_type(model: Any, kwargs: dict) -> str:
+    if isinstance(model, torch.nn.Module):
+        return model.config.model_type
+    config = kwargs.get("config")
+    if config is None:
+        from transformers import AutoConfig
+
+        hub = {k: kwargs[k] for k in ("revision", "trust_remote_code", "token") if k in kwargs}
+        config = AutoConfig.from_pretrained(model, **hub)
+    return config.model_type
+
+
+class StandardizedTransformer(TransformersModel):
+    """A HuggingFace causal LM whose insides carry the same names and meanings on every family.
+
+    ``model`` is a hub id, a local directory or a loaded ``nn.Module``. The
+    family serving its ``model_type`` is found through the ``nnterp.families``
+    entry points (or passed as ``family=``); its ``RENAME`` and ``ENVOYS`` are
+    handed to nnsight, merged under any ``rename=``/``envoys=`` given here. The
+    rest (``attn_implementation``, ``device_map``, ``dispatch``, ``dtype``,
+    ``tokenizer`` ...) goes to nnsight's ``TransformersModel`` unchanged::
+
+        model = StandardizedTransformer("meta-llama/Llama-3.2-1B", attn_implementation="eager")
+        with model.trace("The Eiffel Tower is in"):
+            stream = model.layers[5].layer_output.save()
+            pattern = model.layers[5].self_attn.attention_probabilities.save()
+
+    Root values: ``embed_tokens``, ``layers``, ``norm``, ``lm_head`` (the
+    modules), ``logits``; sizes ``hidden_size``, ``num_layers``,
+    ``num_heads``, ``vocab_size``; ``family`` (the family module) and
+    ``support()``.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *args: Any,
+        family: ModuleType | str | None = None,
+        rename: dict | None = None,
+        envoys: dict | None = None,
+        task: str = "text-generation",
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(model, os.PathLike):
+            model = os.fspath(model)
+        if isinstance(family, str):
+            family = importlib.import_module(family)
+        if family is None:
+            family = family_for(_model_type(model, kwargs))
+        self.family = family
+        rename = {**getattr(family, "RENAME", {}), **(rename or {})}
+        envoys = {**getattr(family, "ENVOYS", {}), **(envoys or {})}
+        super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
+
+    def _loaded_preprocessors(self) -> set:
+        # transformers 5.23 lists a task's pipeline class by its dotted name, which
+        # nnsight 0.8.1 reads flags off as if it were the class, so it sources no
+        # tokenizer for a meta build of a local directory; resolve the name first.
+        from transformers.pipelines import check_task
+
+        try:
+            _, targeted, _ = check_task(self.task)
+        except Exception:  # noqa: BLE001 - unknown task: nnsight's own fallback
+            return super()._loaded_preprocessors()
+        impl = targeted["impl"]
+        if isinstance(impl, str):
+            module, _, name = impl.rpartition(".")
+            impl = getattr(importlib.import_module(module), name)
+        return {attr for attr, flag in _PREPROCESSOR_FLAGS.items() if getattr(impl, flag, False)}
+
+    # -- values ------------------------------------------------------------------
+
+    @EProperty("output", "The next-token logits")
+    def logits(self, value: Any) -> Logits:
+        """The model's logits, ``[batch, seq, vocab_size]``: ``lm_head(norm(layers[-1].layer_output))``.
+
+        Assign to replace them in the model's output; in-place edits land too.
+        """
+        return value.logits
+
+    @logits.postprocess
+    def logits(self, value: Tensor) -> Any:
+        from nnsight.intervention.interleaver import Mediator
+
+        output = Mediator.value(f"{self.path}.output")
+        output.logits = value
+        return output
+
+    # -- sizes -------------------------------------------------------------------
+
+    @property
+    def text_config(self) -> Any:
+        """The config the text model is built from (the root config, or its ``text_config``)."""
+        config = self._module.config
+        getter = getattr(config, "get_text_config", None)
+        return getter() if getter is not None else config
+
+    @property
+    def hidden_size(self) -> int:
+        """Width of the residual stream."""
+        return int(self.text_config.hidden_size)
+
+    @property
+    def num_layers(self) -> int:
+        """How many decoder blocks ``layers`` holds."""
+        return len(self.layers)
+
+    @property
+    def num_heads(self) -> int:
+        """Query heads of the attention, as the config declares them (a block's own: ``layers[i].self_attn.num_heads``)."""
+        return int(self.text_config.num_attention_heads)
+
+    @property
+    def vocab_size(self) -> int:
+        """Width of the logits."""
+        return int(self.text_config.vocab_size)
+
+    # -- availability ------------------------------------------------------------
+
+    def support(self, layer: int | None = None) -> dict[str, Any]:
+        """Which standard values this checkpoint has, without running it.
+
+        Every root value and every block value by dotted name
+        (``"layer_output"``, ``"self_attn.attention_probabilities"``): None when
+        available (on every block), else the reason, or ``{layer: reason}``
+        for the blocks where a block value is not. With ``layer``, that block's
+        values alone.
+        """
+        if layer is not None:
+            return blocks_support(self.layers, layer)
+        rows: dict[str, Any] = {name: value.reason(self) for name, value in declared_values(type(self)).items()}
+        rows.update(blocks_support(self.layers))
+        return rows
+

@@ -1,0 +1,1 @@
+"""One module per text family: data (names, components) plus the small overrides where a forward differs."""

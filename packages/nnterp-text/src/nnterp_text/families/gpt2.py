@@ -1,0 +1,49 @@
+"""GPT-2: the default block under GPT-2's names, Conv1D projections, and its own upcast attention path."""
+
+from nnterp import Attention, TinyConfig
+from nnterp.components.attention import needs_eager
+from nnterp.families import default
+
+RENAME = {
+    "transformer.h": "layers",
+    "transformer.wte": "embed_tokens",
+    "transformer.ln_f": "norm",
+    "attn": "self_attn",
+    "ln_1": "input_layernorm",
+    "ln_2": "post_attention_layernorm",
+    # two modules are called c_proj: the dotted aliases tell them apart
+    "attn.c_proj": "attn.o_proj",
+    "mlp.c_proj": "mlp.down_proj",
+    "mlp.c_fc": "mlp.up_proj",
+    "mlp.act": "mlp.act_fn",
+}
+
+
+class GPT2Attention(Attention):
+    """GPT-2's attention: the shared interface, unless ``reorder_and_upcast_attn`` takes it off."""
+
+    def off_interface(self) -> str | None:
+        reason = needs_eager(self)
+        if reason is None and self._module.reorder_and_upcast_attn:
+            return (
+                "reorder_and_upcast_attn=True: under eager GPT-2 computes the attention in its own "
+                "_upcast_and_reordered_attn, not the shared interface the values are read in; "
+                "load with a config whose reorder_and_upcast_attn is False"
+            )
+        return reason
+
+
+ENVOYS = {**default.ENVOYS, "layers.*.self_attn": GPT2Attention}
+
+_SHRUNK = dict(
+    n_layer=3,
+    n_embd=64,
+    n_head=4,
+    n_inner=128,
+    n_positions=256,
+    vocab_size=320,
+    bos_token_id=0,
+    eos_token_id=0,
+)
+TINY = TinyConfig("gpt2", _SHRUNK)
+TINY_REORDER = TinyConfig("gpt2", {**_SHRUNK, "reorder_and_upcast_attn": True})

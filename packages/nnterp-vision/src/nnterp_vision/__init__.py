@@ -1,0 +1,1 @@
+"""nnterp_vision."""
