@@ -33,8 +33,9 @@ class EProperty(eproperty):
     ``key`` is where the value lives, relative to the host envoy: dotted
     segments ending in ``output``, ``input`` (the first argument) or ``inputs``
     (the ``(args, kwargs)`` pair). A segment is a child by its standard or
-    native name, ``..`` the parent, and ``source`` the forward's operations,
-    so ``"../post_attention_layernorm.output"`` is a sibling's output and
+    native name, and ``source`` the forward's operations; each leading ``../``
+    climbs to the parent. So ``"../post_attention_layernorm.output"`` is a
+    sibling's output and
     ``"source.attention_interface_1.source.nn_functional_softmax_0.input"`` an
     argument of an operation inside a called function. A leading ``/`` walks
     from the model's root. ``key`` may be a function of the envoy.
@@ -43,7 +44,10 @@ class EProperty(eproperty):
     None; a value whose path names a module the block does not have is
     unavailable with that reason too. ``select`` serves one element: an
     argument by position or name on ``inputs``, an element of a tuple output
-    (a bare tensor stands for its own element 0).
+    (a bare tensor stands for its own element 0). ``assign_in_place`` makes an
+    assignment copy into the live tensor rather than swap a new one in: for a
+    stream the forward has bound under two names (the residual and the norm's
+    input), so that an assignment, like an in-place edit, reaches both.
 
     Reads, assignments and in-place edits all go through the interleaver as
     ``.output`` does. A path through ``source`` is walked before every read
@@ -57,10 +61,12 @@ class EProperty(eproperty):
         description: str | None = None,
         unavailable: Reason = None,
         select: Select = None,
+        assign_in_place: bool = False,
     ) -> None:
         super().__init__(key=None, description=description)
         self.key = key
         self.select = select
+        self.assign_in_place = assign_in_place
         self._unavailable = unavailable
         self.owner: type | None = None
 
@@ -120,17 +126,22 @@ class EProperty(eproperty):
             return reason
         return self._missing_module(obj)
 
+    def _start(self, obj: Any, path: str) -> tuple[Any, list[str]]:
+        """Where a path starts (the host, an ancestor for each ``../``, the root for ``/``) and its dotted segments."""
+        node = obj
+        if path.startswith("/"):
+            node, path = obj.root, path[1:]
+        while path.startswith("../"):
+            node, path = node.parent, path[3:]
+        return node, path.split(".")
+
     def _missing_module(self, obj: Any) -> str | None:
         # The modules a path names exist outside a trace, so a path through a
         # module this block lacks is reported before anything runs.
-        segments = self.key_for(obj).split(".")
-        node = obj.root if segments[0] == "" else obj
-        for segment in segments[1:-1] if segments[0] == "" else segments[:-1]:
+        node, segments = self._start(obj, self.key_for(obj))
+        for segment in segments[:-1]:
             if segment == "source":
                 return None
-            if segment == "..":
-                node = node.parent
-                continue
             child = node.__dict__.get(segment)
             if child is None:
                 return f"no {segment} module on this block"
@@ -149,17 +160,12 @@ class EProperty(eproperty):
     def _locate(self, obj: Any) -> tuple[str, str]:
         """Walk the path (drilling where it goes through ``source``); the location and what it ends in."""
         path = self.key_for(obj)
-        segments = path.split(".")
-        node = obj
-        if segments[0] == "":
-            node, segments = obj.root, segments[1:]
+        node, segments = self._start(obj, path)
         *walk, last = segments
         if last not in SERVED:
             raise ValueError(f"{self.name}: the path {path!r} must end in one of {sorted(SERVED)}")
         for index, segment in enumerate(walk):
-            if segment == "..":
-                node = node.parent
-            elif segment == "source":
+            if segment == "source":
                 node = node.source
             else:
                 try:
@@ -261,6 +267,9 @@ class EProperty(eproperty):
         location, last = self._locate(obj)
         if self._postprocess is not None:
             value = self._postprocess(obj, value)
+        if self.assign_in_place:
+            self._serve(obj, Mediator.value(location), last).copy_(value)
+            return
         if not self._plain(last):
             value = self._unserve(obj, Mediator.value(location), last, value)
         Mediator.swap(location, value)

@@ -112,6 +112,19 @@ class StandardizedTransformer(TransformersModel):
         output.logits = value
         return output
 
+    def project_on_vocab(self, hidden: Tensor) -> Tensor:
+        """Logits for a residual stream, ``[batch, seq, hidden_size] -> [batch, seq, vocab_size]``.
+
+        What the model does to its last ``layer_output``: the final norm, then
+        ``lm_head`` (a family that scales or caps its logits supplies its own
+        ``project_on_vocab``). Inside a trace it is an ad hoc call, which serves
+        nothing and moves no location.
+        """
+        custom = getattr(self.family, "project_on_vocab", None)
+        if custom is not None:
+            return custom(self, hidden)
+        return self.lm_head(self.norm(hidden))
+
     # -- sizes -------------------------------------------------------------------
 
     @property

@@ -39,13 +39,16 @@ class Layer(Standard):
         """The attention's pre-norm output, ``[batch, seq, hidden_size]``: ``input_layernorm.output``."""
         return value
 
-    @EProperty("post_attention_layernorm.input", "The stream between the attention and the MLP")
+    @EProperty("post_attention_layernorm.input", "The stream between the attention and the MLP", assign_in_place=True)
     def layer_mid(self, value: Tensor) -> Residual:
         """The residual stream between the two sublayers, ``[batch, seq, hidden_size]``.
 
         ``layer_input + attention_output``, read where the MLP's pre-norm is
         called with it. A parallel block has no such stream and marks it
-        unavailable. In-place edits and assignment reach the model.
+        unavailable. In-place edits and assignment reach the model: the block
+        holds the stream twice (the residual it adds the MLP to, and the
+        norm's input), so an assignment is copied into the live tensor and
+        reaches both, as an in-place edit does.
         """
         return value
 

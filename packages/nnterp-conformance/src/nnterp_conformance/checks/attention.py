@@ -1,0 +1,77 @@
+"""The attention: its pattern is the softmax of its scores, it is causal, and its heads make its contribution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import CheckFailure, Gaps, check, expect_close, read, require
+
+
+@check("attention")
+def pattern_is_softmax_of_scores(model: Any, prompts: Any) -> str:
+    """softmax(attention_scores) == attention_probabilities, and each row sums to one."""
+    names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
+    blocks = require(model, *names)
+    values = iter(read(model, prompts, [(layer, name) for layer in blocks for name in names]))
+    gaps = Gaps()
+    for layer in blocks:
+        scores, pattern = next(values), next(values)
+        attention = model.layers[layer].self_attn
+        sink = getattr(attention, "sink_column", False)
+        expected = torch.softmax(scores.float(), dim=-1)
+        if sink:
+            expected = expected[..., :-1]
+        gaps.add(expect_close(f"layers[{layer}]: softmax(attention_scores) against attention_probabilities", pattern, expected.to(pattern.dtype)))
+        sums = pattern.float().sum(-1)
+        if sink:
+            if (sums > 1 + 1e-3).any():
+                raise CheckFailure(f"layers[{layer}]: a row of the pattern sums past one ({sums.max().item():.4f}) on a sink model")
+        else:
+            gaps.add(expect_close(f"layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums)))
+    return str(gaps)
+
+
+@check("attention")
+def written_pattern_moves_logits(model: Any, prompts: Any) -> str:
+    """Writing the pattern moves the logits; writing it back unchanged does not (a read can be causally inert)."""
+    blocks = require(model, "self_attn.attention_probabilities")
+    layer = blocks[len(blocks) // 2]
+    with torch.no_grad():
+        with model.trace(prompts):
+            baseline = model.logits.detach().clone().save()
+        with model.trace(prompts):
+            attention = model.layers[layer].self_attn
+            attention.attention_probabilities = attention.attention_probabilities.clone()
+            unchanged = model.logits.detach().clone().save()
+        with model.trace(prompts):
+            pattern = model.layers[layer].self_attn.attention_probabilities
+            # every query attends to its first key alone: a pattern the model never computes
+            replacement = torch.zeros_like(pattern)
+            replacement[..., 0] = 1
+            model.layers[layer].self_attn.attention_probabilities = replacement
+            moved = model.logits.detach().clone().save()
+    expect_close(f"layers[{layer}]: logits after writing the pattern back unchanged", unchanged, baseline)
+    shift = (moved - baseline).abs().max().item()
+    if shift == 0:
+        raise CheckFailure(f"layers[{layer}]: writing attention_probabilities left the logits unchanged: the value is not the pattern the model uses")
+    return f"layers[{layer}]: a written pattern moved the logits by up to {shift:.3g}"
+
+
+@check("attention")
+def head_outputs_make_contribution(model: Any, prompts: Any) -> str:
+    """The head outputs through the output projection equal attention_output."""
+    names = ("self_attn.attention_head_outputs", "self_attn.attention_output")
+    blocks = require(model, *names)
+    gaps = Gaps()
+    found: list = []
+    with torch.no_grad(), model.trace(prompts):
+        for layer in blocks:
+            attention = model.layers[layer].self_attn
+            heads = attention.attention_head_outputs
+            projected = attention.o_proj(heads.reshape(*heads.shape[:2], -1)).detach().clone()
+            found.append((layer, projected, attention.attention_output.detach().clone()))
+    for layer, projected, output in found:
+        gaps.add(expect_close(f"layers[{layer}]: o_proj(attention_head_outputs) against attention_output", projected, output))
+    return str(gaps)

@@ -1,0 +1,74 @@
+"""Availability: what support() reports is what a trace finds, value by value, block by block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from nnterp import Unavailable, blocks_support
+from nnterp.layouts import axis_size, dims
+
+from .base import CheckFailure, check, get
+
+#: input-dependent axes and how to read their size off the prompt's token ids
+_INPUT_AXES = {"batch": 0, "seq": 1, "query": 1, "key": 1}
+
+
+def _expected_shape(envoy: Any, layout: Any, ids: torch.Tensor) -> tuple[int, ...]:
+    return tuple(ids.shape[_INPUT_AXES[axis]] if axis in _INPUT_AXES else axis_size(envoy, axis) for axis in dims(layout))
+
+
+def _block_values(model: Any) -> list[tuple[str, Any]]:
+    return list(blocks_support(model.layers).items())
+
+
+@check("availability")
+def available_values_resolve(model: Any, prompts: Any) -> str:
+    """Every value support() reports available resolves on every block, one trace per value, in the shape its layout names."""
+    ids = model.tokenizer(prompts, return_tensors="pt", padding=True)["input_ids"]
+    count = 0
+    for name, reasons in _block_values(model):
+        blocks = [layer for layer in range(model.num_layers) if not reasons or layer not in reasons]
+        if not blocks:
+            continue
+        found: list = []
+        with torch.no_grad(), model.trace(prompts):
+            for layer in blocks:
+                found.append(get(model.layers[layer], name).detach().clone())
+        host, _, value = f"x.{name}".rpartition(".")
+        for layer, tensor in zip(blocks, found):
+            envoy = get(model.layers[layer], host[2:]) if host != "x" else model.layers[layer]
+            layout = type(envoy).values()[value].layout
+            if layout is None:
+                continue
+            expected = _expected_shape(envoy, layout, ids)
+            if tuple(tensor.shape) != expected:
+                raise CheckFailure(f"layers[{layer}].{name}: shape {tuple(tensor.shape)}, but its layout {dims(layout)} names {expected}")
+            count += 1
+    return f"{count} values resolved in the shapes their layouts name"
+
+
+@check("availability")
+def unavailable_values_raise(model: Any, prompts: Any) -> str:
+    """Every value support() reports unavailable raises Unavailable with the same reason, before the model runs."""
+    calls = []
+    hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
+    checked = 0
+    try:
+        for name, reasons in _block_values(model):
+            for layer, reason in (reasons or {}).items():
+                calls.clear()
+                try:
+                    with model.trace(prompts):
+                        get(model.layers[layer], name)
+                except Unavailable as error:
+                    if error.reason != reason:
+                        raise CheckFailure(f"layers[{layer}].{name}: raised {error.reason!r}, but support() says {reason!r}")
+                    if calls:
+                        raise CheckFailure(f"layers[{layer}].{name}: Unavailable came only after the model ran")
+                    checked += 1
+                    continue
+                raise CheckFailure(f"layers[{layer}].{name}: support() says {reason!r}, yet the read did not raise")
+    finally:
+        hook.remove()
+    return f"{checked} unavailable (value, block) pairs raised their reason before the model ran"

@@ -1,0 +1,141 @@
+"""What a check is: a function of a model and prompts that passes, skips with a reason, or fails saying where and by how much."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from ..tolerances import close
+
+
+class CheckFailure(AssertionError):
+    """An identity that does not hold: the message names the value, the block and the size of the error."""
+
+
+class Skip(Exception):
+    """A check that does not apply to this model, and why."""
+
+
+@dataclass
+class Check:
+    """A named check: ``run(model, prompts)`` returns a detail line, raises ``Skip`` or ``CheckFailure``."""
+
+    name: str
+    run: Callable[..., str]
+    kind: str
+    description: str
+
+
+@dataclass
+class Verdict:
+    """One check's result on one model."""
+
+    name: str
+    status: str  # "pass" | "fail" | "skip"
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.status.upper():4}  {self.name}: {self.detail}"
+
+
+#: every check, by name, in the order they run; families' packages add theirs through `check`
+CHECKS: dict[str, Check] = {}
+
+
+def check(kind: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    """Register a check function under its name; its docstring's first line is its description."""
+
+    def register(function: Callable[..., str]) -> Callable[..., str]:
+        description = (function.__doc__ or function.__name__).strip().splitlines()[0]
+        CHECKS[function.__name__] = Check(function.__name__, function, kind, description)
+        return function
+
+    return register
+
+
+def verdict(name: str, model: Any, prompts: Any) -> Verdict:
+    """Run one check and say how it went (an unexpected error is a failure, with its type)."""
+    try:
+        detail = CHECKS[name].run(model, prompts)
+    except Skip as skip:
+        return Verdict(name, "skip", str(skip))
+    except CheckFailure as failure:
+        return Verdict(name, "fail", str(failure))
+    except Exception as error:  # noqa: BLE001 - a check that crashes has failed
+        return Verdict(name, "fail", f"{type(error).__name__}: {error}")
+    return Verdict(name, "pass", detail)
+
+
+# -- helpers the checks share --------------------------------------------------------
+
+
+def get(envoy: Any, dotted: str) -> Any:
+    """The value or child at a dotted name below ``envoy`` (``"self_attn.attention_output"``)."""
+    for part in dotted.split("."):
+        envoy = getattr(envoy, part)
+    return envoy
+
+
+def available(model: Any, name: str) -> list[int]:
+    """The blocks on which the block value ``name`` is available."""
+    reasons = model.support().get(name, {index: "unknown value" for index in range(model.num_layers)})
+    return [index for index in range(model.num_layers) if not reasons or index not in reasons]
+
+
+def require(model: Any, *names: str) -> list[int]:
+    """The blocks on which every one of ``names`` is available; ``Skip`` when there are none."""
+    blocks = set(range(model.num_layers))
+    for name in names:
+        blocks &= set(available(model, name))
+    if not blocks:
+        support = model.support()
+        reasons = "; ".join(f"{name}: {support.get(name)}" for name in names if support.get(name))
+        raise Skip(f"no block has {', '.join(names)} ({reasons})")
+    return sorted(blocks)
+
+
+def read(model: Any, prompts: Any, plan: list[tuple[int | None, str]], **trace: Any) -> list[torch.Tensor]:
+    """Read each ``(layer, name)`` of ``plan`` in one trace, in forward order; ``None`` for a root value."""
+    values: list[torch.Tensor] = []
+    with torch.no_grad(), model.trace(prompts, **trace):
+        for layer, name in plan:
+            host = model if layer is None else model.layers[layer]
+            values.append(get(host, name).detach().clone())
+    return values
+
+
+def read_apart(model: Any, prompts: Any, names: tuple[str, ...], blocks: list[int]) -> dict[str, list[torch.Tensor]]:
+    """Each block value of ``names`` on every block of ``blocks``, one trace per name.
+
+    Slower than one trace, but it needs no forward order between the values,
+    so a value pointed at the wrong place still reads and the identity, not
+    the order, is what fails.
+    """
+    return {name: read(model, prompts, [(layer, name) for layer in blocks]) for name in names}
+
+
+def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwargs: Any) -> float:
+    """Fail with ``what``, the gap and the allowed gap unless the two agree; return the gap."""
+    if actual.shape != expected.shape:
+        raise CheckFailure(f"{what}: shapes differ, {tuple(actual.shape)} against {tuple(expected.shape)}")
+    ok, gap, allowed = close(actual, expected, **kwargs)
+    if not ok:
+        raise CheckFailure(f"{what}: off by {gap:.3g} (max abs; allowed {allowed:.3g})")
+    return gap
+
+
+@dataclass
+class Gaps:
+    """The largest gap seen over several comparisons, for a check's detail line."""
+
+    worst: float = 0.0
+    count: int = 0
+
+    def add(self, gap: float) -> None:
+        self.worst = max(self.worst, gap)
+        self.count += 1
+
+    def __str__(self) -> str:
+        return f"{self.count} comparisons, largest gap {self.worst:.3g}"

@@ -1,0 +1,33 @@
+"""Batching: a row of a padded batch gives the same values at its real positions as its prompt alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tolerances import BATCH_TOLERANCE
+from .base import Gaps, Skip, check, expect_close, read, require
+
+
+@check("batching")
+def padded_rows_match_alone(model: Any, prompts: Any) -> str:
+    """Each row of a left-padded batch matches its prompt run alone, at every block's layer_output and the logits."""
+    if isinstance(prompts, str) or len(prompts) < 2:
+        raise Skip("needs a batch of at least two prompts")
+    blocks = require(model, "layer_output")
+    plan = [(layer, "layer_output") for layer in blocks] + [(None, "logits")]
+    batched = read(model, list(prompts), plan)
+    gaps = Gaps()
+    for row, prompt in enumerate(prompts):
+        alone = read(model, [prompt], plan)
+        length = alone[-1].shape[1]
+        for (layer, name), together, single in zip(plan, batched, alone):
+            where = "logits" if layer is None else f"layers[{layer}].{name}"
+            gaps.add(
+                expect_close(
+                    f"row {row} of the batch against its prompt alone, {where}",
+                    together[row : row + 1, -length:],
+                    single,
+                    table=BATCH_TOLERANCE,
+                )
+            )
+    return str(gaps)

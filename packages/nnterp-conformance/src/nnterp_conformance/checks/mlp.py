@@ -1,0 +1,33 @@
+"""The MLP: its neurons through the down projection make its contribution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import Gaps, check, expect_close, require
+
+
+@check("mlp")
+def neurons_make_contribution(model: Any, prompts: Any) -> str:
+    """down_proj(mlp_neurons) == mlp_output, and the neurons are the activation (times up_proj on a gated MLP)."""
+    names = ("mlp.mlp_activation", "mlp.mlp_neurons", "mlp.mlp_output")
+    blocks = require(model, *names)
+    found = []
+    with torch.no_grad(), model.trace(prompts):
+        for layer in blocks:
+            mlp = model.layers[layer].mlp
+            gated = "gate_proj" in mlp.__dict__ and "up_proj" in mlp.__dict__
+            activation = mlp.mlp_activation.detach().clone()
+            up = mlp.up_proj.output.detach().clone() if gated else None
+            neurons = mlp.mlp_neurons
+            projected = mlp.down_proj(neurons).detach().clone()
+            found.append((layer, activation, up, neurons.detach().clone(), projected, mlp.mlp_output.detach().clone()))
+    gaps = Gaps()
+    for layer, activation, up, neurons, projected, output in found:
+        expected = activation if up is None else activation * up
+        formula = "mlp_activation" if up is None else "mlp_activation * up_proj.output"
+        gaps.add(expect_close(f"layers[{layer}]: {formula} against mlp_neurons", neurons, expected))
+        gaps.add(expect_close(f"layers[{layer}]: down_proj(mlp_neurons) against mlp_output", projected, output))
+    return str(gaps)

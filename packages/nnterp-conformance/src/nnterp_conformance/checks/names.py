@@ -1,0 +1,42 @@
+"""Names: every standard name is the very envoy of the native module it aliases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nnsight import Envoy
+
+from .base import CheckFailure, check
+
+ROOT_NAMES = ("embed_tokens", "layers", "norm", "lm_head")
+
+
+def _resolve(envoy: Any, path: str) -> Any:
+    for part in path.split("."):
+        envoy = envoy.__dict__.get(part)
+        if envoy is None:
+            return None
+    return envoy
+
+
+@check("names")
+def standard_names_alias_native_envoys(model: Any, prompts: Any) -> str:
+    """Each alias in the family's RENAME is the same envoy as the native module, and every alias resolves somewhere."""
+    rename = getattr(model.family, "RENAME", {})
+    resolved: dict[str, int] = {alias: 0 for alias in rename.values()}
+    for envoy in model.modules():
+        for native, alias in rename.items():
+            original = _resolve(envoy, native)
+            if not isinstance(original, Envoy):
+                continue
+            standard = _resolve(envoy, alias)
+            if standard is not original:
+                raise CheckFailure(f"{envoy.path}: {alias!r} is not the envoy of {native!r}")
+            resolved[alias] += 1
+    missing = [alias for alias, count in resolved.items() if count == 0]
+    if missing:
+        raise CheckFailure(f"aliases that resolve nowhere (a module renamed in transformers?): {', '.join(missing)}")
+    for name in ROOT_NAMES:
+        if not isinstance(model.__dict__.get(name), Envoy):
+            raise CheckFailure(f"the root has no {name!r}")
+    return f"{sum(resolved.values())} aliases, each the native envoy"

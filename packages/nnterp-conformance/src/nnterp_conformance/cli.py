@@ -1,0 +1,82 @@
+"""The ``nnterp-conformance`` command: a checkpoint's support table and each check's verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def support_lines(support: dict[str, Any]) -> list[str]:
+    """One line per value: ``available``, the reason, or the reason per block where it varies."""
+    width = max((len(name) for name in support), default=0)
+    lines = []
+    for name, reasons in support.items():
+        if reasons is None:
+            lines.append(f"  {name:{width}}  available")
+        elif isinstance(reasons, str):
+            lines.append(f"  {name:{width}}  unavailable: {reasons}")
+        else:
+            groups: dict[str, list[int]] = {}
+            for layer, reason in reasons.items():
+                groups.setdefault(reason, []).append(layer)
+            for reason, layers in groups.items():
+                lines.append(f"  {name:{width}}  unavailable on layers {layers}: {reason}")
+    return lines
+
+
+def check_command(arguments: argparse.Namespace) -> int:
+    from .runner import load, run
+
+    kwargs = {} if arguments.attn_implementation is None else {"attn_implementation": arguments.attn_implementation}
+    model = load(arguments.checkpoint, **kwargs)
+    support = model.support()
+    verdicts = run(model, only=arguments.only)
+    failed = [verdict for verdict in verdicts if verdict.status == "fail"]
+    if arguments.json:
+        record = {
+            "checkpoint": str(arguments.checkpoint),
+            "model_type": model._module.config.model_type,
+            "family": model.family.__name__,
+            "support": {name: _jsonable(reasons) for name, reasons in support.items()},
+            "checks": {verdict.name: {"status": verdict.status, "detail": verdict.detail} for verdict in verdicts},
+        }
+        print(json.dumps(record, indent=2))
+    else:
+        print(f"{arguments.checkpoint}: {model._module.config.model_type}, family {model.family.__name__}")
+        print("values:")
+        print("\n".join(support_lines(support)))
+        print("checks:")
+        for verdict in verdicts:
+            print(f"  {verdict}")
+        passed = sum(verdict.status == "pass" for verdict in verdicts)
+        skipped = sum(verdict.status == "skip" for verdict in verdicts)
+        print(f"{passed} passed, {len(failed)} failed, {skipped} skipped")
+    return 1 if failed else 0
+
+
+def _jsonable(reasons: Any) -> Any:
+    return {str(layer): reason for layer, reason in reasons.items()} if isinstance(reasons, dict) else reasons
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nnterp-conformance", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="print a checkpoint's support table and run every check on it")
+    check.add_argument("checkpoint", help="a registered tiny checkpoint's name (gpt2, llama, ...) or a checkpoint directory")
+    check.add_argument("--json", action="store_true", help="print one JSON record instead of the table")
+    check.add_argument("--only", action="append", help="run only this check (repeatable)")
+    check.add_argument("--attn-implementation", default=None, help="load with this attention implementation")
+    commands.add_parser("list", help="list the registered tiny checkpoints")
+    arguments = parser.parse_args(argv)
+    if arguments.command == "list":
+        from .checkpoints import names
+
+        print("\n".join(names()))
+        return 0
+    return check_command(arguments)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

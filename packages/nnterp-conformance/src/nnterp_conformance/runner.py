@@ -1,0 +1,37 @@
+"""Load a checkpoint the kit knows (by name or path) and run every check on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+#: the prompts the command line and the report check with: two lengths, so a batch is padded
+PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
+
+
+def load(name_or_path: str | Path, **kwargs: Any) -> Any:
+    """A ``StandardizedTransformer`` on a registered tiny checkpoint (by name) or a checkpoint directory.
+
+    A registered checkpoint is loaded with the keyword arguments it declares
+    (eager attention); a directory with ``attn_implementation="eager"`` unless
+    ``kwargs`` say otherwise, so that the attention's interior can be checked.
+    """
+    from nnterp import StandardizedTransformer
+
+    from .checkpoints import names, spec, tiny_checkpoint
+
+    if str(name_or_path) in names():
+        load_kwargs = {**spec(str(name_or_path)).load, **kwargs}
+        return StandardizedTransformer(tiny_checkpoint(str(name_or_path)), **load_kwargs)
+    path = Path(name_or_path)
+    if not path.exists():
+        raise LookupError(f"{name_or_path!r} is neither a registered tiny checkpoint ({', '.join(names())}) nor a directory")
+    return StandardizedTransformer(path, **{"attn_implementation": "eager", **kwargs})
+
+
+def run(model: Any, prompts: Any = None, only: list[str] | None = None) -> list[Any]:
+    """Every registered check's verdict on ``model`` (or those named in ``only``), in order."""
+    from .checks import CHECKS, verdict
+
+    prompts = PROMPTS if prompts is None else prompts
+    return [verdict(name, model, prompts) for name in CHECKS if only is None or name in only]

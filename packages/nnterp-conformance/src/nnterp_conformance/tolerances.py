@@ -1,0 +1,46 @@
+"""How far two computations of one value may drift, by dtype; every entry says why.
+
+A tolerance is relative: a difference passes when it is at most
+``TOLERANCE[dtype] * scale``, with ``scale`` the largest magnitude of the value
+compared (at least 1). Both sides of an identity are computed from the same
+tensors, so what separates them is the order of additions and the kernels'
+blocking, a few units in the last place per operation.
+"""
+
+import torch
+
+TOLERANCE = {
+    # eps is 1.2e-7; sums over a 64-wide stream reassociated, and a parallel
+    # block adding its three terms in another order, stay within ~10 ulps.
+    torch.float32: 1e-5,
+    # eps is 9.8e-4; one rounding on each side of the identity plus the cast back.
+    torch.float16: 4e-3,
+    # eps is 7.8e-3; the same, at bfloat16's three significant digits.
+    torch.bfloat16: 3e-2,
+    # eps is 2.2e-16; kept generous for kernels that accumulate in float32 anyway.
+    torch.float64: 1e-5,
+}
+
+#: a padded row against the same prompt alone: the attention sums over other
+#: lengths and matmuls block differently, compounding across layers
+BATCH_TOLERANCE = {dtype: 20 * tolerance for dtype, tolerance in TOLERANCE.items()}
+
+
+def tolerance(dtype: torch.dtype, table: dict = TOLERANCE) -> float:
+    """The relative tolerance for ``dtype`` (float32's for a dtype the table does not list)."""
+    return table.get(dtype, table[torch.float32])
+
+
+def difference(actual: torch.Tensor, expected: torch.Tensor) -> tuple[float, float]:
+    """The largest absolute difference and the scale it is judged against."""
+    actual, expected = actual.detach().double(), expected.detach().double()
+    gap = (actual - expected).abs().max().item() if actual.numel() else 0.0
+    scale = max(expected.abs().max().item() if expected.numel() else 0.0, 1.0)
+    return gap, scale
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, table: dict = TOLERANCE) -> tuple[bool, float, float]:
+    """Whether ``actual`` matches ``expected`` within the dtype's tolerance; with the gap and the allowed gap."""
+    gap, scale = difference(actual, expected)
+    allowed = tolerance(expected.dtype, table) * scale
+    return gap <= allowed, gap, allowed
