@@ -1,0 +1,47 @@
+"""Tiny checkpoints: written once, the same bytes for the same name, loaded through the real path."""
+
+import json
+
+import pytest
+from nnterp_conformance.checkpoints import build_tokenizer, names, spec, tiny_checkpoint
+
+
+def _files(directory):
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def test_same_name_same_bytes(tmp_path, monkeypatch):
+    monkeypatch.setenv("NNTERP_CHECKPOINTS", str(tmp_path / "first"))
+    first = tiny_checkpoint("gpt2")
+    monkeypatch.setenv("NNTERP_CHECKPOINTS", str(tmp_path / "second"))
+    second = tiny_checkpoint("gpt2")
+    assert first.parent != second.parent
+    assert _files(first) == _files(second)
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(_files(first))
+
+
+def test_written_once_then_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("NNTERP_CHECKPOINTS", str(tmp_path))
+    path = tiny_checkpoint("llama")
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    assert tiny_checkpoint("llama") == path
+    assert (path / "model.safetensors").stat().st_mtime_ns == stamp
+
+
+def test_the_config_is_shrunk_as_registered():
+    path = tiny_checkpoint("llama")
+    config = json.loads((path / "config.json").read_text())
+    assert config["model_type"] == "llama"
+    for field, value in spec("llama").fields.items():
+        assert config[field] == value
+
+
+def test_the_tokenizer_fits_every_registered_vocabulary():
+    size = len(build_tokenizer())
+    for name in names():
+        assert spec(name).config().vocab_size >= size, name
+
+
+def test_an_unknown_name_lists_the_registered_ones():
+    with pytest.raises(LookupError, match="registered: .*gpt2"):
+        tiny_checkpoint("no-such-model")
