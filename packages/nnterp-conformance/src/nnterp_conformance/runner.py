@@ -29,9 +29,9 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Any:
     return StandardizedTransformer(path, **{"attn_implementation": "eager", **kwargs})
 
 
-def run(model: Any, prompts: Any = None, only: list[str] | None = None) -> list[Any]:
-    """Every registered check's verdict on ``model`` (or those named in ``only``), in order."""
+def run(model: Any, case: Any = None, only: list[str] | None = None) -> list[Any]:
+    """Every registered check's verdict on ``model`` (or those named in ``only``), in order, on a case or prompts."""
     from .checks import CHECKS, verdict
 
-    prompts = PROMPTS if prompts is None else prompts
-    return [verdict(name, model, prompts) for name in CHECKS if only is None or name in only]
+    case = PROMPTS if case is None else case
+    return [verdict(name, model, case) for name in CHECKS if only is None or name in only]

@@ -1,9 +1,12 @@
-"""The identity checks, each a plain function ``check(model, prompts) -> detail`` usable in a notebook.
+"""The identity checks, each a plain function ``check(model, case) -> detail`` usable in a notebook.
+
+``verdict("contribution", model, ["Hello world"])`` runs one on plain prompts;
+a ``Case`` also picks the block, head and edit a check exercises.
 
 Importing this package registers every check in ``CHECKS``, in the order they run.
 """
 
 from . import names, residual, attention, mlp, edits, batching, availability, generation  # noqa: F401 - registration
-from .base import CHECKS, Check, CheckFailure, Skip, Verdict, check, verdict
+from .base import CHECKS, Case, Check, CheckFailure, Skip, Verdict, check, verdict
 
-__all__ = ["CHECKS", "Check", "CheckFailure", "Skip", "Verdict", "check", "verdict"]
+__all__ = ["CHECKS", "Case", "Check", "CheckFailure", "Skip", "Verdict", "check", "verdict"]

@@ -6,15 +6,15 @@ from typing import Any
 
 import torch
 
-from .base import CheckFailure, Gaps, check, expect_close, read, require
+from .base import Case, CheckFailure, Gaps, check, expect_close, read, require
 
 
 @check("attention")
-def pattern_is_softmax_of_scores(model: Any, prompts: Any) -> str:
+def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
     """softmax(attention_scores) == attention_probabilities, and each row sums to one."""
     names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
     blocks = require(model, *names)
-    values = iter(read(model, prompts, [(layer, name) for layer in blocks for name in names]))
+    values = iter(read(model, case, [(layer, name) for layer in blocks for name in names]))
     gaps = Gaps()
     for layer in blocks:
         scores, pattern = next(values), next(values)
@@ -34,39 +34,40 @@ def pattern_is_softmax_of_scores(model: Any, prompts: Any) -> str:
 
 
 @check("attention")
-def written_pattern_moves_logits(model: Any, prompts: Any) -> str:
+def written_pattern_moves_logits(model: Any, case: Case) -> str:
     """Writing the pattern moves the logits; writing it back unchanged does not (a read can be causally inert)."""
-    blocks = require(model, "self_attn.attention_probabilities")
-    layer = blocks[len(blocks) // 2]
+    layer = case.pick(require(model, "self_attn.attention_probabilities"))
+    heads = model.layers[layer].self_attn.num_heads
+    head = min(int(case.head * heads), heads - 1)
     with torch.no_grad():
-        with model.trace(prompts):
+        with model.trace(case.batch):
             baseline = model.logits.detach().clone().save()
-        with model.trace(prompts):
+        with model.trace(case.batch):
             attention = model.layers[layer].self_attn
             attention.attention_probabilities = attention.attention_probabilities.clone()
             unchanged = model.logits.detach().clone().save()
-        with model.trace(prompts):
+        with model.trace(case.batch):
             pattern = model.layers[layer].self_attn.attention_probabilities
-            # every query attends to its first key alone: a pattern the model never computes
-            replacement = torch.zeros_like(pattern)
-            replacement[..., 0] = 1
+            # one head's every query attends to its own position alone: a pattern the model never computes
+            replacement = pattern.clone()
+            replacement[:, head] = torch.eye(pattern.shape[-1], dtype=pattern.dtype)
             model.layers[layer].self_attn.attention_probabilities = replacement
             moved = model.logits.detach().clone().save()
     expect_close(f"layers[{layer}]: logits after writing the pattern back unchanged", unchanged, baseline)
     shift = (moved - baseline).abs().max().item()
     if shift == 0:
         raise CheckFailure(f"layers[{layer}]: writing attention_probabilities left the logits unchanged: the value is not the pattern the model uses")
-    return f"layers[{layer}]: a written pattern moved the logits by up to {shift:.3g}"
+    return f"layers[{layer}], head {head}: a written pattern moved the logits by up to {shift:.3g}"
 
 
 @check("attention")
-def head_outputs_make_contribution(model: Any, prompts: Any) -> str:
+def head_outputs_make_contribution(model: Any, case: Case) -> str:
     """The head outputs through the output projection equal attention_output."""
     names = ("self_attn.attention_head_outputs", "self_attn.attention_output")
     blocks = require(model, *names)
     gaps = Gaps()
     found: list = []
-    with torch.no_grad(), model.trace(prompts):
+    with torch.no_grad(), model.trace(case.batch):
         for layer in blocks:
             attention = model.layers[layer].self_attn
             heads = attention.attention_head_outputs

@@ -8,14 +8,14 @@ import torch
 from nnterp import Unavailable, blocks_support
 from nnterp.layouts import axis_size, dims
 
-from .base import CheckFailure, check, get
+from .base import Case, CheckFailure, check, get, input_shape
 
 #: input-dependent axes and how to read their size off the prompt's token ids
 _INPUT_AXES = {"batch": 0, "seq": 1, "query": 1, "key": 1}
 
 
-def _expected_shape(envoy: Any, layout: Any, ids: torch.Tensor) -> tuple[int, ...]:
-    return tuple(ids.shape[_INPUT_AXES[axis]] if axis in _INPUT_AXES else axis_size(envoy, axis) for axis in dims(layout))
+def _expected_shape(envoy: Any, layout: Any, shape: tuple[int, int]) -> tuple[int, ...]:
+    return tuple(shape[_INPUT_AXES[axis]] if axis in _INPUT_AXES else axis_size(envoy, axis) for axis in dims(layout))
 
 
 def _block_values(model: Any) -> list[tuple[str, Any]]:
@@ -23,16 +23,16 @@ def _block_values(model: Any) -> list[tuple[str, Any]]:
 
 
 @check("availability")
-def available_values_resolve(model: Any, prompts: Any) -> str:
+def available_values_resolve(model: Any, case: Case) -> str:
     """Every value support() reports available resolves on every block, one trace per value, in the shape its layout names."""
-    ids = model.tokenizer(prompts, return_tensors="pt", padding=True)["input_ids"]
+    shape = input_shape(model, case)
     count = 0
     for name, reasons in _block_values(model):
         blocks = [layer for layer in range(model.num_layers) if not reasons or layer not in reasons]
         if not blocks:
             continue
         found: list = []
-        with torch.no_grad(), model.trace(prompts):
+        with torch.no_grad(), model.trace(case.batch):
             for layer in blocks:
                 found.append(get(model.layers[layer], name).detach().clone())
         host, _, value = f"x.{name}".rpartition(".")
@@ -41,7 +41,7 @@ def available_values_resolve(model: Any, prompts: Any) -> str:
             layout = type(envoy).values()[value].layout
             if layout is None:
                 continue
-            expected = _expected_shape(envoy, layout, ids)
+            expected = _expected_shape(envoy, layout, shape)
             if tuple(tensor.shape) != expected:
                 raise CheckFailure(f"layers[{layer}].{name}: shape {tuple(tensor.shape)}, but its layout {dims(layout)} names {expected}")
             count += 1
@@ -49,7 +49,7 @@ def available_values_resolve(model: Any, prompts: Any) -> str:
 
 
 @check("availability")
-def unavailable_values_raise(model: Any, prompts: Any) -> str:
+def unavailable_values_raise(model: Any, case: Case) -> str:
     """Every value support() reports unavailable raises Unavailable with the same reason, before the model runs."""
     calls = []
     hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
@@ -59,7 +59,7 @@ def unavailable_values_raise(model: Any, prompts: Any) -> str:
             for layer, reason in (reasons or {}).items():
                 calls.clear()
                 try:
-                    with model.trace(prompts):
+                    with model.trace(case.batch):
                         get(model.layers[layer], name)
                 except Unavailable as error:
                     if error.reason != reason:

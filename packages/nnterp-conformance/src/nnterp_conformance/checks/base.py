@@ -18,9 +18,63 @@ class Skip(Exception):
     """A check that does not apply to this model, and why."""
 
 
+@dataclass(frozen=True)
+class Case:
+    """What a check runs on: a batch of prompts, and which block, head and edit to exercise.
+
+    ``prompts`` is a list of strings or of token-id lists (left-padded into one
+    batch). ``block`` and ``head`` are fractions in [0, 1) that pick among the
+    blocks (or heads) a check can use, so one case fits every model; ``edit``
+    is how an edit check changes a value (``scale``, ``noise`` or ``zero``),
+    with ``seed`` fixing the noise.
+    """
+
+    prompts: tuple
+    block: float = 0.5
+    head: float = 0.0
+    edit: str = "scale"
+    seed: int = 0
+
+    @classmethod
+    def of(cls, prompts: Any) -> "Case":
+        """A case from a case, a prompt, or a list of prompts."""
+        if isinstance(prompts, Case):
+            return prompts
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        return cls(tuple(prompts))
+
+    @property
+    def batch(self) -> list:
+        """The prompts as the trace takes them."""
+        return [list(prompt) if isinstance(prompt, (list, tuple)) else prompt for prompt in self.prompts]
+
+    def pick(self, choices: list[int]) -> int:
+        """The block (or head) this case exercises among ``choices``."""
+        return choices[min(int(self.block * len(choices)), len(choices) - 1)]
+
+    def alone(self, row: int) -> "Case":
+        """The same case on row ``row``'s prompt alone."""
+        return Case((self.prompts[row],), self.block, self.head, self.edit, self.seed)
+
+    def edited(self, value: torch.Tensor) -> torch.Tensor:
+        """``value`` changed by this case's edit (a new tensor)."""
+        if self.edit == "scale":
+            return value * 0.5
+        if self.edit == "noise":
+            generator = torch.Generator().manual_seed(self.seed)
+            noise = torch.randn(value.shape, generator=generator, dtype=torch.float32).to(value.dtype)
+            return value + noise * value.float().std().clamp(min=1e-3).to(value.dtype)
+        if self.edit == "zero":
+            changed = value.clone()
+            changed[:, -1] = 0  # the last position of every row: a real token under left padding
+            return changed
+        raise ValueError(f"unknown edit {self.edit!r}; one of scale, noise, zero")
+
+
 @dataclass
 class Check:
-    """A named check: ``run(model, prompts)`` returns a detail line, raises ``Skip`` or ``CheckFailure``."""
+    """A named check: ``run(model, case)`` returns a detail line, raises ``Skip`` or ``CheckFailure``."""
 
     name: str
     run: Callable[..., str]
@@ -55,10 +109,10 @@ def check(kind: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
     return register
 
 
-def verdict(name: str, model: Any, prompts: Any) -> Verdict:
-    """Run one check and say how it went (an unexpected error is a failure, with its type)."""
+def verdict(name: str, model: Any, case: Any) -> Verdict:
+    """Run one check on a case (or plain prompts) and say how it went (an unexpected error is a failure, with its type)."""
     try:
-        detail = CHECKS[name].run(model, prompts)
+        detail = CHECKS[name].run(model, Case.of(case))
     except Skip as skip:
         return Verdict(name, "skip", str(skip))
     except CheckFailure as failure:
@@ -96,24 +150,24 @@ def require(model: Any, *names: str) -> list[int]:
     return sorted(blocks)
 
 
-def read(model: Any, prompts: Any, plan: list[tuple[int | None, str]], **trace: Any) -> list[torch.Tensor]:
+def read(model: Any, case: Case, plan: list[tuple[int | None, str]]) -> list[torch.Tensor]:
     """Read each ``(layer, name)`` of ``plan`` in one trace, in forward order; ``None`` for a root value."""
     values: list[torch.Tensor] = []
-    with torch.no_grad(), model.trace(prompts, **trace):
+    with torch.no_grad(), model.trace(case.batch):
         for layer, name in plan:
             host = model if layer is None else model.layers[layer]
             values.append(get(host, name).detach().clone())
     return values
 
 
-def read_apart(model: Any, prompts: Any, names: tuple[str, ...], blocks: list[int]) -> dict[str, list[torch.Tensor]]:
+def read_apart(model: Any, case: Case, names: tuple[str, ...], blocks: list[int]) -> dict[str, list[torch.Tensor]]:
     """Each block value of ``names`` on every block of ``blocks``, one trace per name.
 
     Slower than one trace, but it needs no forward order between the values,
     so a value pointed at the wrong place still reads and the identity, not
     the order, is what fails.
     """
-    return {name: read(model, prompts, [(layer, name) for layer in blocks]) for name in names}
+    return {name: read(model, case, [(layer, name) for layer in blocks]) for name in names}
 
 
 def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwargs: Any) -> float:
@@ -124,6 +178,12 @@ def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwar
     if not ok:
         raise CheckFailure(f"{what}: off by {gap:.3g} (max abs; allowed {allowed:.3g})")
     return gap
+
+
+def input_shape(model: Any, case: Case) -> tuple[int, int]:
+    """``(batch, seq)`` of the case's batch once tokenized and padded."""
+    lengths = [len(prompt) if not isinstance(prompt, str) else len(model.tokenizer(prompt)["input_ids"]) for prompt in case.prompts]
+    return len(lengths), max(lengths)
 
 
 @dataclass

@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..tolerances import BATCH_TOLERANCE
-from .base import Gaps, Skip, check, expect_close, read, require
+from .base import Case, Gaps, Skip, check, expect_close, read, require
 
 
 @check("batching")
-def padded_rows_match_alone(model: Any, prompts: Any) -> str:
+def padded_rows_match_alone(model: Any, case: Case) -> str:
     """Each row of a left-padded batch matches its prompt run alone, at every block's layer_output and the logits."""
-    if isinstance(prompts, str) or len(prompts) < 2:
+    if len(case.prompts) < 2:
         raise Skip("needs a batch of at least two prompts")
     blocks = require(model, "layer_output")
     plan = [(layer, "layer_output") for layer in blocks] + [(None, "logits")]
-    batched = read(model, list(prompts), plan)
+    batched = read(model, case, plan)
     gaps = Gaps()
-    for row, prompt in enumerate(prompts):
-        alone = read(model, [prompt], plan)
+    for row in range(len(case.prompts)):
+        alone = read(model, case.alone(row), plan)
         length = alone[-1].shape[1]
         for (layer, name), together, single in zip(plan, batched, alone):
             where = "logits" if layer is None else f"layers[{layer}].{name}"

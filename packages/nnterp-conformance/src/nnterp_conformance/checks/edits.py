@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .base import CheckFailure, check, expect_close, get, require
+from .base import Case, CheckFailure, check, expect_close, get, require
 
 #: block values a researcher writes, in forward order
 WRITABLE = (
@@ -18,72 +18,68 @@ WRITABLE = (
     "mlp.mlp_output",
     "layer_output",
 )
-SCALE = 0.5
 
 
-def _logits(model: Any, prompts: Any, edit: Any = None) -> torch.Tensor:
-    with torch.no_grad(), model.trace(prompts):
+def _logits(model: Any, case: Case, edit: Any = None) -> torch.Tensor:
+    with torch.no_grad(), model.trace(case.batch):
         if edit is not None:
             edit(model)
         logits = model.logits.detach().clone().save()
     return logits
 
 
-def _in_place(layer: int, name: str) -> Any:
+def _in_place(case: Case, layer: int, name: str) -> Any:
     def edit(model: Any) -> None:
         value = get(model.layers[layer], name)
-        value[:] = value * SCALE
+        value[:] = case.edited(value)
 
     return edit
 
 
-def _assigned(layer: int, name: str) -> Any:
+def _assigned(case: Case, layer: int, name: str) -> Any:
     def edit(model: Any) -> None:
         host, _, attribute = f"layers.{layer}.{name}".rpartition(".")
         target = get(model, host)
-        setattr(target, attribute, getattr(target, attribute) * SCALE)
+        setattr(target, attribute, case.edited(getattr(target, attribute)))
 
     return edit
 
 
 @check("edits")
-def edits_reach_the_model(model: Any, prompts: Any) -> str:
-    """Scaling each writable value in place, or assigning it scaled, moves the logits, and both move them alike."""
+def edits_reach_the_model(model: Any, case: Case) -> str:
+    """An in-place edit of each writable value, and the same edit assigned, move the logits, and alike."""
     support = model.support()
-    names = [name for name in WRITABLE if name in support]
-    baseline = _logits(model, prompts)
+    baseline = _logits(model, case)
     done = []
-    for name in names:
+    for name in (name for name in WRITABLE if name in support):
         blocks = [layer for layer in range(model.num_layers) if not support[name] or layer not in support[name]]
         if not blocks:
             continue
-        layer = blocks[len(blocks) // 2]
-        in_place = _logits(model, prompts, _in_place(layer, name))
-        assigned = _logits(model, prompts, _assigned(layer, name))
+        layer = case.pick(blocks)
+        in_place = _logits(model, case, _in_place(case, layer, name))
+        assigned = _logits(model, case, _assigned(case, layer, name))
         if torch.equal(in_place, baseline):
-            raise CheckFailure(f"layers[{layer}].{name}: an in-place edit left the logits unchanged")
+            raise CheckFailure(f"layers[{layer}].{name}: an in-place {case.edit} edit left the logits unchanged")
         if torch.equal(assigned, baseline):
-            raise CheckFailure(f"layers[{layer}].{name}: an assignment left the logits unchanged")
-        expect_close(f"layers[{layer}].{name}: logits after an assignment against after the same in-place edit", assigned, in_place)
+            raise CheckFailure(f"layers[{layer}].{name}: an assigned {case.edit} edit left the logits unchanged")
+        expect_close(f"layers[{layer}].{name}: logits after the assignment against after the in-place {case.edit} edit", assigned, in_place)
         done.append(f"{name}@{layer}")
     if not done:
         raise CheckFailure("no writable value is available on any block")
-    return "reached the model: " + ", ".join(done)
+    return f"{case.edit} edits reached the model: " + ", ".join(done)
 
 
 @check("edits")
-def skip_hands_on_hidden(model: Any, prompts: Any) -> str:
+def skip_hands_on_hidden(model: Any, case: Case) -> str:
     """layers[i].skip(hidden) hands hidden on as the block's layer_output."""
-    blocks = require(model, "layer_input")
-    layer = blocks[0]
-    with torch.no_grad(), model.trace(prompts):
-        hidden = model.layers[layer].layer_input * 2
+    blocks = [layer for layer in require(model, "layer_input") if layer + 1 < model.num_layers]
+    if not blocks:
+        raise CheckFailure("no block with a next block to receive the replacement")
+    layer = case.pick(blocks)
+    with torch.no_grad(), model.trace(case.batch):
+        hidden = case.edited(model.layers[layer].layer_input)
         model.layers[layer].skip(hidden)
-        if layer + 1 < model.num_layers:
-            received = model.layers[layer + 1].layer_input.detach().clone().save()
-        else:
-            received = model.logits.detach().clone().save()
+        received = model.layers[layer + 1].layer_input.detach().clone().save()
         sent = hidden.detach().clone().save()
-    if layer + 1 < model.num_layers:
-        expect_close(f"layers[{layer}].skip(hidden): layers[{layer + 1}].layer_input against hidden", received, sent)
-    return f"layers[{layer}] skipped; the next block received the replacement"
+    expect_close(f"layers[{layer}].skip(hidden): layers[{layer + 1}].layer_input against hidden", received, sent)
+    return f"layers[{layer}] skipped; layers[{layer + 1}] received the replacement"

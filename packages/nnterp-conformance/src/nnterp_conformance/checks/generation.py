@@ -7,18 +7,18 @@ from typing import Any
 import nnsight
 import torch
 
-from .base import CheckFailure, Gaps, check, expect_close, require
+from .base import Case, CheckFailure, Gaps, check, expect_close, input_shape, require
 from .residual import CONTRIBUTION
 
 STEPS = 3
 
 
 @check("generation")
-def contribution_at_every_step(model: Any, prompts: Any) -> str:
+def contribution_at_every_step(model: Any, case: Case) -> str:
     """Under generate, each step's values have the step's length and the contribution identity holds."""
     blocks = require(model, *CONTRIBUTION)
-    prompt = prompts if isinstance(prompts, str) else prompts[0]
-    with torch.no_grad(), model.generate(prompt, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+    prompt = case.alone(0)
+    with torch.no_grad(), model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
         steps = nnsight.save([])
         for _ in tracer.iter[:STEPS]:
             step = []
@@ -27,7 +27,7 @@ def contribution_at_every_step(model: Any, prompts: Any) -> str:
                 values = (block.layer_input, block.self_attn.attention_output, block.mlp.mlp_output, block.layer_output)
                 step.append([value.detach().clone() for value in values])
             steps.append(step)
-    length = len(model.tokenizer(prompt)["input_ids"])
+    length = input_shape(model, prompt)[1]
     gaps = Gaps()
     for index, step in enumerate(steps):
         expected = length if index == 0 else 1

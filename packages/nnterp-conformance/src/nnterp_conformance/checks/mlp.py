@@ -6,16 +6,16 @@ from typing import Any
 
 import torch
 
-from .base import Gaps, check, expect_close, require
+from .base import Case, Gaps, check, expect_close, require
 
 
 @check("mlp")
-def neurons_make_contribution(model: Any, prompts: Any) -> str:
+def neurons_make_contribution(model: Any, case: Case) -> str:
     """down_proj(mlp_neurons) == mlp_output, and the neurons are the activation (times up_proj on a gated MLP)."""
     names = ("mlp.mlp_activation", "mlp.mlp_neurons", "mlp.mlp_output")
     blocks = require(model, *names)
     found = []
-    with torch.no_grad(), model.trace(prompts):
+    with torch.no_grad(), model.trace(case.batch):
         for layer in blocks:
             mlp = model.layers[layer].mlp
             gated = "gate_proj" in mlp.__dict__ and "up_proj" in mlp.__dict__

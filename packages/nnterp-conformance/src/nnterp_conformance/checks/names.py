@@ -6,7 +6,7 @@ from typing import Any
 
 from nnsight import Envoy
 
-from .base import CheckFailure, check
+from .base import Case, CheckFailure, check
 
 ROOT_NAMES = ("embed_tokens", "layers", "norm", "lm_head")
 
@@ -20,7 +20,7 @@ def _resolve(envoy: Any, path: str) -> Any:
 
 
 @check("names")
-def standard_names_alias_native_envoys(model: Any, prompts: Any) -> str:
+def standard_names_alias_native_envoys(model: Any, case: Case) -> str:
     """Each alias in the family's RENAME is the same envoy as the native module, and every alias resolves somewhere."""
     rename = getattr(model.family, "RENAME", {})
     resolved: dict[str, int] = {alias: 0 for alias in rename.values()}

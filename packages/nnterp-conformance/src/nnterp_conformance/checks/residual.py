@@ -6,16 +6,16 @@ from typing import Any
 
 import torch
 
-from .base import CheckFailure, Gaps, check, expect_close, read, read_apart, require
+from .base import Case, CheckFailure, Gaps, check, expect_close, read, read_apart, require
 
 CONTRIBUTION = ("layer_input", "self_attn.attention_output", "mlp.mlp_output", "layer_output")
 
 
 @check("residual")
-def contribution(model: Any, prompts: Any) -> str:
+def contribution(model: Any, case: Case) -> str:
     """layer_input + attention_output + mlp_output == layer_output on every block."""
     blocks = require(model, *CONTRIBUTION)
-    values = read_apart(model, prompts, CONTRIBUTION, blocks)
+    values = read_apart(model, case, CONTRIBUTION, blocks)
     gaps = Gaps()
     for index, layer in enumerate(blocks):
         stream, attention, mlp, output = (values[name][index] for name in CONTRIBUTION)
@@ -30,7 +30,7 @@ def contribution(model: Any, prompts: Any) -> str:
 
 
 @check("residual")
-def stream_continuity(model: Any, prompts: Any) -> str:
+def stream_continuity(model: Any, case: Case) -> str:
     """layers[i].layer_output is what layers[i+1].layer_input receives."""
     outputs = require(model, "layer_output")
     inputs = set(require(model, "layer_input"))
@@ -39,7 +39,7 @@ def stream_continuity(model: Any, prompts: Any) -> str:
         {(layer + offset, name) for layer in pairs for offset, name in ((0, "layer_output"), (1, "layer_input"))},
         key=lambda item: (item[0], item[1] == "layer_output"),
     )
-    found = dict(zip(plan, read(model, prompts, plan)))
+    found = dict(zip(plan, read(model, case, plan)))
     for layer in pairs:
         sent, received = found[(layer, "layer_output")], found[(layer + 1, "layer_input")]
         if not torch.equal(sent, received):
@@ -49,11 +49,11 @@ def stream_continuity(model: Any, prompts: Any) -> str:
 
 
 @check("residual")
-def mid_stream(model: Any, prompts: Any) -> str:
+def mid_stream(model: Any, case: Case) -> str:
     """layer_mid == layer_input + attention_output where the block has a mid stream."""
     names = ("layer_input", "self_attn.attention_output", "layer_mid")
     blocks = require(model, *names)
-    values = read_apart(model, prompts, names, blocks)
+    values = read_apart(model, case, names, blocks)
     gaps = Gaps()
     for index, layer in enumerate(blocks):
         stream, attention, mid = (values[name][index] for name in names)
@@ -62,12 +62,12 @@ def mid_stream(model: Any, prompts: Any) -> str:
 
 
 @check("residual")
-def logits_from_last_layer(model: Any, prompts: Any) -> str:
+def logits_from_last_layer(model: Any, case: Case) -> str:
     """lm_head(norm(layers[-1].layer_output)) equals logits."""
     last = model.num_layers - 1
     if last not in require(model, "layer_output"):
         raise CheckFailure(f"layers[{last}].layer_output is unavailable")
-    with torch.no_grad(), model.trace(prompts):
+    with torch.no_grad(), model.trace(case.batch):
         stream = model.layers[last].layer_output
         projected = model.project_on_vocab(stream).detach().clone().save()
         logits = model.logits.detach().clone().save()
