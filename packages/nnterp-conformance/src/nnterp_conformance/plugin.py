@@ -1,15 +1,105 @@
-"""The pytest plugin (entry point ``pytest11``): tiny models as session fixtures."""
+"""The pytest plugin (entry point ``pytest11``): the kit's checks, parametrized over tiny checkpoints.
+
+A test that asks for the ``nnterp_checkpoint`` fixture runs once per selected
+checkpoint, and one that asks for ``nnterp_check`` once per check; the kit's
+own suite (``nnterp_conformance.suite``) asks for both. Every test of one
+checkpoint is in one pytest-xdist group, so under ``--dist loadgroup`` a
+checkpoint loads once, on one worker.
+
+    --nnterp-checkpoint NAME_OR_PATH   only this checkpoint (repeatable)
+    --nnterp-family NAME               only the registered checkpoints of this family (repeatable)
+    --nnterp-shard I/N                 only the I-th of N stable shares of the checkpoints
+"""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+#: the kit's hypothesis profiles: a few fixed examples for CI, and a deep random run
+settings.register_profile(
+    "nnterp",
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "nnterp-deep",
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # One thread per xdist worker: tiny models gain nothing from intra-op
+    # threads, and two workers each spinning two on two cores slow each other
+    # several-fold.
+    if hasattr(config, "workerinput"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("nnterp", "nnterp conformance kit")
+    group.addoption("--nnterp-checkpoint", action="append", default=[], metavar="NAME_OR_PATH", help="check only this checkpoint (repeatable)")
+    group.addoption("--nnterp-family", action="append", default=[], metavar="NAME", help="check only the registered checkpoints of this family (repeatable)")
+    group.addoption("--nnterp-shard", default=None, metavar="I/N", help="check only the I-th of N stable shares of the checkpoints")
+
+
+def family_of(checkpoint: str) -> str | None:
+    """The short name of the family serving a registered checkpoint, read from the entry points (nothing loads)."""
+    from nnterp.registry import families
+
+    from .checkpoints import spec
+
+    entry = families().get(spec(checkpoint).model_type)
+    return None if entry is None else entry.value.rsplit(".", 1)[-1]
+
+
+def in_shard(checkpoint: str, shard: str) -> bool:
+    """Whether ``checkpoint`` falls in shard ``I/N`` (1-based), by a hash of its name: stable as checkpoints come and go."""
+    index, count = (int(part) for part in shard.split("/"))
+    if not 1 <= index <= count:
+        raise pytest.UsageError(f"--nnterp-shard {shard}: I must be between 1 and N")
+    return int(hashlib.sha256(checkpoint.encode()).hexdigest(), 16) % count == index - 1
+
+
+def selected(config: pytest.Config) -> list[str]:
+    """The checkpoints this session checks: the ones named, else every registered one, narrowed by family and shard."""
+    from .checkpoints import names
+
+    chosen = list(config.getoption("nnterp_checkpoint")) or names()
+    families = config.getoption("nnterp_family")
+    if families:
+        registered = set(names())
+        chosen = [name for name in chosen if name in registered and family_of(name) in families]
+    shard = config.getoption("nnterp_shard")
+    if shard:
+        chosen = [name for name in chosen if in_shard(name, shard)]
+    return chosen
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "nnterp_checkpoint" in metafunc.fixturenames:
+        params = [pytest.param(name, id=name, marks=pytest.mark.xdist_group(name)) for name in selected(metafunc.config)]
+        metafunc.parametrize("nnterp_checkpoint", params, scope="session")
+    if "nnterp_check" in metafunc.fixturenames:
+        from .checks import CHECKS, load_plugins
+
+        load_plugins()
+        metafunc.parametrize("nnterp_check", list(CHECKS), scope="session")
 
 
 @pytest.fixture(scope="session")
 def tiny_model() -> Callable[..., Any]:
-    """Load a registered tiny checkpoint by name, once per session and set of load arguments.
+    """Load a checkpoint by registered name or path, once per session and set of load arguments.
 
     ``tiny_model("gpt2")`` is the checkpoint as registered (eager attention);
     ``tiny_model("llama", attn_implementation="sdpa")`` another load of it.
@@ -25,3 +115,15 @@ def tiny_model() -> Callable[..., Any]:
         return loaded[key]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def nnterp_model(tiny_model: Callable[..., Any], nnterp_checkpoint: str) -> Any:
+    """The model of the checkpoint this test is parametrized over."""
+    return tiny_model(nnterp_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def nnterp_profile(pytestconfig: pytest.Config) -> settings:
+    """The hypothesis settings the kit's drawn examples run under: ``--hypothesis-profile`` if given, else ``nnterp``."""
+    return settings.get_profile(pytestconfig.getoption("hypothesis_profile", None) or "nnterp")

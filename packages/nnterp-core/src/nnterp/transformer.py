@@ -28,12 +28,14 @@ def _model_type(model: Any, kwargs: dict) -> str:
     if isinstance(model, torch.nn.Module):
         return model.config.model_type
     config = kwargs.get("config")
-    if config is None:
-        from transformers import AutoConfig
+    if config is not None:
+        return config.model_type
+    # The raw dict, not AutoConfig: a family outside transformers registers its
+    # config class when its family module is imported, which is after this.
+    from transformers import PretrainedConfig
 
-        hub = {k: kwargs[k] for k in ("revision", "trust_remote_code", "token") if k in kwargs}
-        config = AutoConfig.from_pretrained(model, **hub)
-    return config.model_type
+    hub = {k: kwargs[k] for k in ("revision", "token") if k in kwargs}
+    return PretrainedConfig.get_config_dict(model, **hub)[0]["model_type"]
 
 
 class StandardizedTransformer(TransformersModel):

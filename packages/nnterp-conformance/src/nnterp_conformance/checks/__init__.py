@@ -7,6 +7,6 @@ Importing this package registers every check in ``CHECKS``, in the order they ru
 """
 
 from . import names, residual, attention, mlp, edits, batching, availability, generation  # noqa: F401 - registration
-from .base import CHECKS, Case, Check, CheckFailure, Skip, Verdict, check, verdict
+from .base import CHECKS, Case, Check, CheckFailure, Skip, Verdict, check, load_plugins, verdict
 
-__all__ = ["CHECKS", "Case", "Check", "CheckFailure", "Skip", "Verdict", "check", "verdict"]
+__all__ = ["CHECKS", "Case", "Check", "CheckFailure", "Skip", "Verdict", "check", "load_plugins", "verdict"]

@@ -48,9 +48,9 @@ def written_pattern_moves_logits(model: Any, case: Case) -> str:
             unchanged = model.logits.detach().clone().save()
         with model.trace(case.batch):
             pattern = model.layers[layer].self_attn.attention_probabilities
-            # one head's every query attends to its own position alone: a pattern the model never computes
+            # one head attends nowhere: whatever the prompt (one token has one possible pattern), its output goes
             replacement = pattern.clone()
-            replacement[:, head] = torch.eye(pattern.shape[-1], dtype=pattern.dtype)
+            replacement[:, head] = 0
             model.layers[layer].self_attn.attention_probabilities = replacement
             moved = model.logits.detach().clone().save()
     expect_close(f"layers[{layer}]: logits after writing the pattern back unchanged", unchanged, baseline)

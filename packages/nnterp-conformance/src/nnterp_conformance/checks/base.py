@@ -109,6 +109,14 @@ def check(kind: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
     return register
 
 
+def load_plugins() -> None:
+    """Import the modules registered under the ``nnterp.checks`` entry points, so their checks join ``CHECKS``."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="nnterp.checks"):
+        entry.load()
+
+
 def verdict(name: str, model: Any, case: Any) -> Verdict:
     """Run one check on a case (or plain prompts) and say how it went (an unexpected error is a failure, with its type)."""
     try:
