@@ -69,13 +69,35 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--only", action="append", help="run only this check (repeatable)")
     check.add_argument("--attn-implementation", default=None, help="load with this attention implementation")
     commands.add_parser("list", help="list the registered tiny checkpoints")
+    report = commands.add_parser("report", help="run the kit on every registered checkpoint and write docs/families.{json,md}")
+    report.add_argument("--out", default="docs", help="the folder to write into (default: docs)")
+    report.add_argument("--check", action="store_true", help="write nothing; exit non-zero if the files there are stale")
     arguments = parser.parse_args(argv)
     if arguments.command == "list":
         from .checkpoints import names
 
         print("\n".join(names()))
         return 0
+    if arguments.command == "report":
+        return report_command(arguments)
     return check_command(arguments)
+
+
+def report_command(arguments: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .report import collect, stale, write
+
+    records = collect()
+    directory = Path(arguments.out)
+    if arguments.check:
+        outdated = stale(records, directory)
+        for name in outdated:
+            print(f"{directory / name} is stale: run uv run nnterp-conformance report")
+        return 1 if outdated else 0
+    write(records, directory)
+    print(f"wrote {directory / 'families.json'} and {directory / 'families.md'}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

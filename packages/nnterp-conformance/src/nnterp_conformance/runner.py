@@ -17,8 +17,11 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Any:
     ``kwargs`` say otherwise, so that the attention's interior can be checked.
     """
     from nnterp import StandardizedTransformer
+    from transformers.utils import logging
 
     from .checkpoints import names, spec, tiny_checkpoint
+
+    logging.disable_progress_bar()  # a bar per tiny load drowns the kit's own output
 
     if str(name_or_path) in names():
         load_kwargs = {**spec(str(name_or_path)).load, **kwargs}

@@ -1,0 +1,176 @@
+"""The families report: for every model type, which family serves it, which checks pass, what it lacks and why.
+
+    uv run nnterp-conformance report            # writes docs/families.json and docs/families.md
+    uv run nnterp-conformance report --check    # exits non-zero if the committed files are stale
+
+Every record is computed: the kit runs on each registered tiny checkpoint (on
+the fixed prompts, so the result is the same on every run), and every other
+model type of transformers' causal-LM mapping is listed with the reason it is
+out of reach. Nobody edits the files by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+#: the statuses a record can have
+PASS, FAIL, OUT_OF_REACH = "pass", "fail", "out_of_reach"
+
+
+def unavailable_reasons(model: Any) -> dict[str, str]:
+    """Each value some block lacks, with the reason (and the blocks, where not every block lacks it)."""
+    found: dict[str, str] = {}
+    for name, reasons in model.support().items():
+        if not reasons:
+            continue
+        if isinstance(reasons, str):
+            found[name] = reasons
+            continue
+        groups: dict[str, list[int]] = {}
+        for layer, reason in sorted(reasons.items()):
+            groups.setdefault(reason, []).append(layer)
+        everywhere = len(reasons) == model.num_layers and len(groups) == 1
+        found[name] = next(iter(groups)) if everywhere else "; ".join(f"layers {layers}: {reason}" for reason, layers in groups.items())
+    return found
+
+
+def record(model: Any, checkpoint: str) -> dict[str, Any]:
+    """The report's record for one checkpoint: the kit's verdicts on the fixed prompts and the unavailable values."""
+    from .runner import run
+
+    verdicts = run(model)
+    checks = {verdict.name: verdict.status for verdict in verdicts}
+    failed = [verdict.name for verdict in verdicts if verdict.status == FAIL]
+    entry: dict[str, Any] = {
+        "model_type": model._module.config.model_type,
+        "checkpoint": checkpoint,
+        "family": model.family.__name__,
+        "status": FAIL if failed else PASS,
+        "checks": checks,
+        "unavailable": unavailable_reasons(model),
+    }
+    if failed:
+        entry["reason"] = "fails " + ", ".join(failed)
+    return entry
+
+
+def out_of_reach(model_type: str) -> dict[str, Any]:
+    """The record of a model type no registered checkpoint covers, with why."""
+    from nnterp.registry import families
+
+    from nnterp._served import SERVED_BY
+
+    entry = families().get(model_type)
+    if entry is not None:
+        reason = f"served by {entry.value}, but no tiny checkpoint is registered for it"
+    else:
+        package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
+        reason = f"served by {package}, which is not installed" if package else "no family serves it yet"
+    return {"model_type": model_type, "family": None, "status": OUT_OF_REACH, "checks": {}, "unavailable": {}, "reason": reason}
+
+
+def mapping_types() -> list[str]:
+    """Every model type in transformers' causal-LM mapping."""
+    import nnterp  # noqa: F401 - nnsight before transformers.models
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def merge(checked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per model type: the checkpoint named as the type, its other checkpoints as ``variants``.
+
+    A model type passes only when every one of its checkpoints does.
+    """
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for entry in checked:
+        by_type.setdefault(entry["model_type"], []).append(entry)
+    merged = []
+    for model_type, entries in sorted(by_type.items()):
+        entries.sort(key=lambda entry: (entry["checkpoint"] != model_type, entry["checkpoint"]))
+        primary, variants = dict(entries[0]), entries[1:]
+        if variants:
+            primary["variants"] = variants
+            failing = [entry["checkpoint"] for entry in variants if entry["status"] == FAIL]
+            if failing and primary["status"] == PASS:
+                primary["status"] = FAIL
+                primary["reason"] = "variants fail: " + ", ".join(failing)
+        merged.append(primary)
+    return merged
+
+
+def collect(progress: bool = True) -> list[dict[str, Any]]:
+    """Every record: one per model type a registered checkpoint covers, then one per mapping type none does."""
+    from .checkpoints import names
+    from .runner import load
+
+    checked = []
+    checkpoints = names()
+    for index, checkpoint in enumerate(checkpoints):
+        if progress:
+            print(f"[{index + 1}/{len(checkpoints)}] {checkpoint}", flush=True)
+        checked.append(record(load(checkpoint), checkpoint))
+    records = merge(checked)
+    covered = {entry["model_type"] for entry in records}
+    records.extend(out_of_reach(model_type) for model_type in mapping_types() if model_type not in covered)
+    return records
+
+
+def checkpoint_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each checked checkpoint's own record, by checkpoint name, out of the merged records."""
+    found = {}
+    for entry in records:
+        for one in [entry, *entry.get("variants", [])]:
+            if "checkpoint" in one:
+                found[one["checkpoint"]] = {key: value for key, value in one.items() if key != "variants"}
+    return found
+
+
+def render_json(records: list[dict[str, Any]]) -> str:
+    return json.dumps(records, indent=1) + "\n"
+
+
+def render_markdown(records: list[dict[str, Any]]) -> str:
+    """The table of docs/families.md, from the records."""
+    checked = [entry for entry in records if entry["status"] != OUT_OF_REACH]
+    passing = [entry["model_type"] for entry in checked if entry["status"] == PASS]
+    rows = list(checkpoint_records(records).values())
+    lines = [
+        "# Families",
+        "",
+        "Generated by `uv run nnterp-conformance report` from the kit's results; do not edit.",
+        "",
+        f"**{len(passing)} model types pass the whole kit**; {len(checked)} model types checked on {len(rows)} checkpoints, "
+        f"{sum(entry['status'] == OUT_OF_REACH for entry in records)} model types of transformers' causal-LM mapping out of reach.",
+        "",
+        "| model type | checkpoint | family | status | checks passed | unavailable values |",
+        "|---|---|---|---|---|---|",
+    ]
+    for entry in rows:
+        checks = entry["checks"]
+        passed = sum(status == PASS for status in checks.values())
+        skipped = [name for name, status in checks.items() if status == "skip"]
+        counts = f"{passed}/{len(checks)}" + (f" (skipped: {', '.join(skipped)})" if skipped else "")
+        status = entry["status"] if entry["status"] == PASS else f"{entry['status']}: {entry.get('reason', '')}"
+        by_reason: dict[str, list[str]] = {}
+        for name, reason in entry["unavailable"].items():
+            by_reason.setdefault(reason, []).append(f"`{name}`")
+        missing = "<br>".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()) or "none"
+        lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |")
+    lines += ["", "## Out of reach", "", "| model type | why |", "|---|---|"]
+    lines += [f"| {entry['model_type']} | {entry['reason']} |" for entry in records if entry["status"] == OUT_OF_REACH]
+    return "\n".join(lines) + "\n"
+
+
+def write(records: list[dict[str, Any]], directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "families.json").write_text(render_json(records))
+    (directory / "families.md").write_text(render_markdown(records))
+
+
+def stale(records: list[dict[str, Any]], directory: Path) -> list[str]:
+    """The committed report files that differ from what ``records`` render to."""
+    rendered = {"families.json": render_json(records), "families.md": render_markdown(records)}
+    return [name for name, text in rendered.items() if not (directory / name).exists() or (directory / name).read_text() != text]

@@ -1,0 +1,32 @@
+"""docs/families.{json,md} are what the kit finds now: regenerated record by record, in each checkpoint's group."""
+
+import json
+from pathlib import Path
+
+from nnterp_conformance import report
+from nnterp_conformance.checkpoints import names
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+STALE = "docs/families.json is stale ({}): run uv run nnterp-conformance report"
+
+
+def committed():
+    return json.loads((DOCS / "families.json").read_text())
+
+
+def test_each_checkpoint_record_is_current(nnterp_model, nnterp_checkpoint):
+    fresh = report.record(nnterp_model, nnterp_checkpoint)
+    assert report.checkpoint_records(committed()).get(nnterp_checkpoint) == fresh, STALE.format(nnterp_checkpoint)
+
+
+def test_the_report_covers_every_checkpoint_and_mapping_type():
+    records = committed()
+    assert sorted(report.checkpoint_records(records)) == names(), STALE.format("checkpoints")
+    covered = {entry["model_type"] for entry in records if entry["status"] != report.OUT_OF_REACH}
+    expected = [report.out_of_reach(model_type) for model_type in report.mapping_types() if model_type not in covered]
+    assert [entry for entry in records if entry["status"] == report.OUT_OF_REACH] == expected, STALE.format("out of reach")
+    assert report.merge(list(report.checkpoint_records(records).values())) == [e for e in records if e["status"] != report.OUT_OF_REACH]
+
+
+def test_the_markdown_is_rendered_from_the_json():
+    assert (DOCS / "families.md").read_text() == report.render_markdown(committed()), STALE.format("families.md")
