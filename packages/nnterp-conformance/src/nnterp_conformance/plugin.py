@@ -40,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # One thread per xdist worker: tiny models gain nothing from intra-op
     # threads, and two workers each spinning two on two cores slow each other
     # several-fold.
+    config.addinivalue_line("markers", "nnterp_checkpoints(*names): run the kit on these checkpoints only")
     if hasattr(config, "workerinput"):
         import torch
 
@@ -71,11 +72,13 @@ def in_shard(checkpoint: str, shard: str) -> bool:
     return int(hashlib.sha256(checkpoint.encode()).hexdigest(), 16) % count == index - 1
 
 
-def selected(config: pytest.Config) -> list[str]:
-    """The checkpoints this session checks: the ones named, else every registered one, narrowed by family and shard."""
+def selected(config: pytest.Config, marked: tuple[str, ...] = ()) -> list[str]:
+    """The checkpoints a test checks: the ones named, else every registered one, narrowed by family, marker and shard."""
     from .checkpoints import names
 
     chosen = list(config.getoption("nnterp_checkpoint")) or names()
+    if marked:
+        chosen = [name for name in chosen if name in marked]
     families = config.getoption("nnterp_family")
     if families:
         registered = set(names())
@@ -88,7 +91,9 @@ def selected(config: pytest.Config) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "nnterp_checkpoint" in metafunc.fixturenames:
-        params = [pytest.param(name, id=name, marks=pytest.mark.xdist_group(name)) for name in selected(metafunc.config)]
+        marker = metafunc.definition.get_closest_marker("nnterp_checkpoints")
+        chosen = selected(metafunc.config, marker.args if marker else ())
+        params = [pytest.param(name, id=name, marks=pytest.mark.xdist_group(name)) for name in chosen]
         metafunc.parametrize("nnterp_checkpoint", params, scope="session")
     if "nnterp_check" in metafunc.fixturenames:
         from .checks import CHECKS, load_plugins

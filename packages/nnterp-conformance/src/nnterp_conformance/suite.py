@@ -1,8 +1,16 @@
 """The kit as a test suite: every check on every selected checkpoint, first on fixed prompts, then on drawn cases.
 
-Run it with ``pytest --pyargs nnterp_conformance.suite`` (narrowed by the
-plugin's ``--nnterp-*`` options), or collect it into a project's own tests with
-``from nnterp_conformance.suite import TestConformance``.
+A project collects it by subclassing, as pandas' extension tests are used (the
+base is not collected on its own, so importing it runs nothing)::
+
+    from nnterp_conformance.suite import BaseConformance
+
+    @pytest.mark.nnterp_checkpoints("my_model")   # optional: these checkpoints only
+    class TestMyFamily(BaseConformance):
+        pass
+
+The plugin's ``--nnterp-checkpoint``, ``--nnterp-family`` and ``--nnterp-shard``
+narrow it further.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from .runner import PROMPTS
 from .strategies import cases
 
 
-class TestConformance:
+class BaseConformance:
     """One test per (checkpoint, check): the check's verdict on fixed prompts, then on drawn cases."""
 
     def test_check(self, nnterp_model: Any, nnterp_checkpoint: str, nnterp_check: str, nnterp_profile: settings) -> None:

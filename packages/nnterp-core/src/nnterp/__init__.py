@@ -9,6 +9,9 @@ from .components import INTERFACE as INTERFACE
 from .components import Attention as Attention
 from .components import Layer as Layer
 from .components import Mlp as Mlp
+from .components import PostNormAttention as PostNormAttention
+from .components import PostNormMlp as PostNormMlp
+from .components import SandwichLayer as SandwichLayer
 from .components import Standard as Standard
 from .components import blocks_support as blocks_support
 from .components import first_tensor as first_tensor

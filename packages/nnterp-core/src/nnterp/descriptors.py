@@ -75,6 +75,25 @@ class EProperty(eproperty):
         if self.name is None:
             self.name = name
 
+    def at(self, key: str | Callable[[Any], str] | None = None, **changes: Any) -> "EProperty":
+        """This value, read at another path (or with another ``unavailable``, ``select``...): how a family moves one.
+
+        ``layer_mid = Layer.layer_mid.at("pre_feedforward_layernorm.input")``
+        keeps the meaning, the docstring and the layout, and changes where it lives.
+        """
+        settings = {
+            "key": self.key if key is None else key,
+            "description": self.description,
+            "unavailable": self._unavailable,
+            "select": self.select,
+            "assign_in_place": self.assign_in_place,
+            **changes,
+        }
+        moved = EProperty(**settings)
+        moved.name, moved.__doc__ = self.name, self.__doc__
+        moved._preprocess, moved._postprocess, moved._transform = self._preprocess, self._postprocess, self._transform
+        return moved
+
     # -- what the value is -------------------------------------------------------
 
     @property

@@ -61,10 +61,9 @@ def written_pattern_moves_logits(model: Any, case: Case) -> str:
 
 
 @check("attention")
-def head_outputs_make_contribution(model: Any, case: Case) -> str:
-    """The head outputs through the output projection equal attention_output."""
-    names = ("self_attn.attention_head_outputs", "self_attn.attention_output")
-    blocks = require(model, *names)
+def head_outputs_make_the_projection(model: Any, case: Case) -> str:
+    """The head outputs, joined and through the output projection, are what the projection returns in the run."""
+    blocks = require(model, "self_attn.attention_head_outputs")
     gaps = Gaps()
     found: list = []
     with torch.no_grad(), model.trace(case.batch):
@@ -72,7 +71,7 @@ def head_outputs_make_contribution(model: Any, case: Case) -> str:
             attention = model.layers[layer].self_attn
             heads = attention.attention_head_outputs
             projected = attention.o_proj(heads.reshape(*heads.shape[:2], -1)).detach().clone()
-            found.append((layer, projected, attention.attention_output.detach().clone()))
+            found.append((layer, projected, attention.o_proj.output.detach().clone()))
     for layer, projected, output in found:
-        gaps.add(expect_close(f"layers[{layer}]: o_proj(attention_head_outputs) against attention_output", projected, output))
+        gaps.add(expect_close(f"layers[{layer}]: o_proj(attention_head_outputs) against o_proj's output", projected, output))
     return str(gaps)

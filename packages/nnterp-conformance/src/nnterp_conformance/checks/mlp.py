@@ -11,8 +11,8 @@ from .base import Case, Gaps, check, expect_close, require
 
 @check("mlp")
 def neurons_make_contribution(model: Any, case: Case) -> str:
-    """down_proj(mlp_neurons) == mlp_output, and the neurons are the activation (times up_proj on a gated MLP)."""
-    names = ("mlp.mlp_activation", "mlp.mlp_neurons", "mlp.mlp_output")
+    """The neurons are the activation (times up_proj on a gated MLP), and down_proj of them is what it returns in the run."""
+    names = ("mlp.mlp_activation", "mlp.mlp_neurons")
     blocks = require(model, *names)
     found = []
     with torch.no_grad(), model.trace(case.batch):
@@ -23,11 +23,11 @@ def neurons_make_contribution(model: Any, case: Case) -> str:
             up = mlp.up_proj.output.detach().clone() if gated else None
             neurons = mlp.mlp_neurons
             projected = mlp.down_proj(neurons).detach().clone()
-            found.append((layer, activation, up, neurons.detach().clone(), projected, mlp.mlp_output.detach().clone()))
+            found.append((layer, activation, up, neurons.detach().clone(), projected, mlp.down_proj.output.detach().clone()))
     gaps = Gaps()
     for layer, activation, up, neurons, projected, output in found:
         expected = activation if up is None else activation * up
         formula = "mlp_activation" if up is None else "mlp_activation * up_proj.output"
         gaps.add(expect_close(f"layers[{layer}]: {formula} against mlp_neurons", neurons, expected))
-        gaps.add(expect_close(f"layers[{layer}]: down_proj(mlp_neurons) against mlp_output", projected, output))
+        gaps.add(expect_close(f"layers[{layer}]: down_proj(mlp_neurons) against down_proj's output", projected, output))
     return str(gaps)

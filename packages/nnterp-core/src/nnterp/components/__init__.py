@@ -3,6 +3,7 @@
 from .attention import INTERFACE, Attention, interface_reason, needs_eager, seq_first
 from .layer import Layer
 from .mlp import Mlp
+from .sandwich import PostNormAttention, PostNormMlp, SandwichLayer
 from .standard import Standard, blocks_support, first_tensor, rewrap
 
 __all__ = [
@@ -10,6 +11,9 @@ __all__ = [
     "Attention",
     "Layer",
     "Mlp",
+    "PostNormAttention",
+    "PostNormMlp",
+    "SandwichLayer",
     "Standard",
     "blocks_support",
     "first_tensor",
