@@ -21,6 +21,7 @@ from .components import rewrap as rewrap
 from .components import seq_first as seq_first
 from .descriptors import DerivedEProperty as DerivedEProperty
 from .descriptors import EProperty as EProperty
+from .descriptors import TokenEProperty as TokenEProperty
 from .descriptors import unavailable as unavailable
 from .errors import FamilyNotFound as FamilyNotFound
 from .errors import SourceNotAvailable as SourceNotAvailable

@@ -324,6 +324,47 @@ class DerivedEProperty(EProperty):
         raise AttributeError(f"{self.name} is derived from other values and read-only")
 
 
+class TokenEProperty(EProperty):
+    """An EProperty whose tensor the model holds flat over tokens, ``[batch * seq, ...]``: served as ``[batch, seq, ...]``.
+
+    The preprocess, postprocess and transform see the model's own flat tensor;
+    the user sees and writes this invoke's rows. A read is a view of them, so
+    an in-place edit lands on the model's tensor; an assignment is spliced
+    into the whole tensor the location holds now, so under several invokes
+    each one's edit stays in its rows.
+    """
+
+    @staticmethod
+    def _rows(location: str, flat: Any) -> tuple[int, int, int]:
+        # (rows in the whole batch, this invoke's first row, its row count)
+        mediator = Mediator.current(location)
+        batcher = getattr(mediator.interleaver, "batcher", None)
+        total = getattr(batcher, "total", 0) or 1
+        if flat.shape[0] % total:
+            raise ValueError(f"a token-flat tensor of {flat.shape[0]} rows does not split over a batch of {total}")
+        start, size = mediator.batch_group or (0, total)
+        return total, start, size
+
+    def _read(self, obj: Any) -> Any:
+        flat = super()._read(obj)
+        if getattr(flat, "_nnsight_batch", False):
+            # one token a row (a decode step): nnsight has already served this invoke's rows
+            return flat.unsqueeze(1)
+        location, _ = self._locate(obj)
+        total, start, size = self._rows(location, flat)
+        return flat.view(total, flat.shape[0] // total, *flat.shape[1:])[start : start + size]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self._check(obj)
+        location, last = self._locate(obj)
+        served = self._serve(obj, Mediator.value(location), last)
+        flat = self._preprocess(obj, served) if self._preprocess is not None else served
+        total, start, size = self._rows(location, flat)
+        whole = flat.clone().view(total, flat.shape[0] // total, *flat.shape[1:])
+        whole[start : start + size] = value
+        EProperty.__set__(self, obj, whole.view(flat.shape))
+
+
 class Placeholder(EProperty):
     """A value a family does not have: every access raises ``Unavailable`` with the reason."""
 

@@ -44,7 +44,7 @@ class StandardizedTransformer(TransformersModel):
     ``model`` is a hub id, a local directory or a loaded ``nn.Module``. The
     family serving its ``model_type`` is found through the ``nnterp.families``
     entry points (or passed as ``family=``); its ``RENAME`` and ``ENVOYS`` are
-    handed to nnsight, merged under any ``rename=``/``envoys=`` given here. The
+    handed to nnsight, with any ``rename=``/``envoys=`` given here taking precedence. The
     rest (``attn_implementation``, ``device_map``, ``dispatch``, ``dtype``,
     ``tokenizer`` ...) goes to nnsight's ``TransformersModel`` unchanged::
 
@@ -77,7 +77,8 @@ class StandardizedTransformer(TransformersModel):
             family = family_for(_model_type(model, kwargs))
         self.family = family
         rename = {**getattr(family, "RENAME", {}), **(rename or {})}
-        envoys = {**getattr(family, "ENVOYS", {}), **(envoys or {})}
+        # nnsight takes the first matching path key, so the caller's come first
+        envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}
         super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
 
     def _loaded_preprocessors(self) -> set:
