@@ -43,7 +43,7 @@ def spec(name: str) -> Any:
     if name not in entries:
         known = ", ".join(sorted(entries)) or "(none: is a family package installed?)"
         raise LookupError(f"no tiny checkpoint is registered as {name!r}; registered: {known}")
-    return entries[name].load()
+    return entries[name]
 
 
 def names() -> list[str]:
@@ -56,7 +56,7 @@ def names() -> list[str]:
 def _digest(tiny: Any) -> str:
     import transformers
 
-    text = repr((tiny.model_type, sorted(tiny.fields.items()), transformers.__version__, CORPUS, SEED))
+    text = repr((tiny.config().to_json_string(), sorted(tiny.load.items()), transformers.__version__, CORPUS, SEED))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

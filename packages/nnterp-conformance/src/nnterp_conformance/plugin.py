@@ -60,8 +60,8 @@ def family_of(checkpoint: str) -> str | None:
 
     from .checkpoints import spec
 
-    entry = families().get(spec(checkpoint).model_type)
-    return None if entry is None else entry.value.rsplit(".", 1)[-1]
+    path = families().get(spec(checkpoint).model_type)
+    return None if path is None else path.rsplit(".", 1)[-1]
 
 
 def in_shard(checkpoint: str, shard: str) -> bool:

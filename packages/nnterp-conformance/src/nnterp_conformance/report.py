@@ -62,9 +62,9 @@ def out_of_reach(model_type: str) -> dict[str, Any]:
 
     from nnterp._served import SERVED_BY
 
-    entry = families().get(model_type)
-    if entry is not None:
-        reason = f"served by {entry.value}, but no tiny checkpoint is registered for it"
+    path = families().get(model_type)
+    if path is not None:
+        reason = f"served by {path}, but no tiny checkpoint is registered for it"
     else:
         package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
         reason = f"served by {package}, which is not installed" if package else "no family serves it yet"

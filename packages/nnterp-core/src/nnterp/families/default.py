@@ -24,20 +24,8 @@ ENVOYS = {
     "layers.*.mlp": Mlp,
 }
 
-#: the tiny checkpoints this family serves, shrunk alike
-_SHRUNK = dict(
-    hidden_size=64,
-    intermediate_size=128,
-    num_hidden_layers=3,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=256,
-    vocab_size=320,
-    bos_token_id=0,
-    eos_token_id=0,
-    tie_word_embeddings=False,
-)
-llama = TinyConfig("llama", _SHRUNK)
-mistral = TinyConfig("mistral", {**_SHRUNK, "sliding_window": None})
-qwen2 = TinyConfig("qwen2", _SHRUNK)
-qwen3 = TinyConfig("qwen3", {**_SHRUNK, "head_dim": 16})
+#: the tiny checkpoints of the model types core serves (TinyConfig shrinks the rest)
+llama = TinyConfig("llama", {"num_hidden_layers": 3})
+mistral = TinyConfig("mistral", {"num_hidden_layers": 3, "sliding_window": None})
+qwen2 = TinyConfig("qwen2", {"num_hidden_layers": 3})
+qwen3 = TinyConfig("qwen3", {"num_hidden_layers": 3})

@@ -1,6 +1,6 @@
 """GPT-2: the default block under GPT-2's names, Conv1D projections, and its own upcast attention path."""
 
-from nnterp import Attention, TinyConfig
+from nnterp import Attention
 from nnterp.components.attention import needs_eager
 from nnterp.families import default
 
@@ -34,16 +34,3 @@ class GPT2Attention(Attention):
 
 
 ENVOYS = {**default.ENVOYS, "layers.*.self_attn": GPT2Attention}
-
-_SHRUNK = dict(
-    n_layer=3,
-    n_embd=64,
-    n_head=4,
-    n_inner=128,
-    n_positions=256,
-    vocab_size=320,
-    bos_token_id=0,
-    eos_token_id=0,
-)
-TINY = TinyConfig("gpt2", _SHRUNK)
-TINY_REORDER = TinyConfig("gpt2", {**_SHRUNK, "reorder_and_upcast_attn": True})
