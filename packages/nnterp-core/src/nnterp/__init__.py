@@ -9,7 +9,9 @@ from .components import INTERFACE as INTERFACE
 from .components import Attention as Attention
 from .components import Layer as Layer
 from .components import Mlp as Mlp
+from .components import ParallelLayer as ParallelLayer
 from .components import PostNormAttention as PostNormAttention
+from .components import PostNormLayer as PostNormLayer
 from .components import PostNormMlp as PostNormMlp
 from .components import SandwichLayer as SandwichLayer
 from .components import Standard as Standard
@@ -23,6 +25,7 @@ from .descriptors import DerivedEProperty as DerivedEProperty
 from .descriptors import EProperty as EProperty
 from .descriptors import TokenEProperty as TokenEProperty
 from .descriptors import unavailable as unavailable
+from .errors import FamilyMismatch as FamilyMismatch
 from .errors import FamilyNotFound as FamilyNotFound
 from .errors import SourceNotAvailable as SourceNotAvailable
 from .errors import Unavailable as Unavailable

@@ -40,3 +40,7 @@ class SourceNotAvailable(_NnsightSourceNotAvailable):
 
 class FamilyNotFound(LookupError):
     """No installed family serves a model type; the message says what to install or write."""
+
+
+class FamilyMismatch(LookupError):
+    """A family whose names do not fit the model it was given: the message names what is missing."""

@@ -9,4 +9,4 @@ PARALLEL = (
     "stream between them"
 )
 POST_NORM_ATTENTION = "a post-norm block: the attention reads the residual stream itself, layer_input"
-POST_NORM_MLP = "a post-norm block: the MLP reads the stream after the attention's norm, not a norm of its own"
+POST_NORM_MLP = "a post-norm block: the MLP reads the residual stream itself, layer_mid"

@@ -14,7 +14,11 @@ from torch import Tensor
 from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
+from .errors import FamilyMismatch
 from .registry import family_for
+
+#: the modules every family names at the root
+ROOT_NAMES = ("embed_tokens", "layers", "norm", "lm_head")
 
 _PREPROCESSOR_FLAGS = {
     "tokenizer": "_load_tokenizer",
@@ -80,6 +84,12 @@ class StandardizedTransformer(TransformersModel):
         # nnsight takes the first matching path key, so the caller's come first
         envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}
         super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
+        missing = [name for name in ROOT_NAMES if name not in self.__dict__]
+        if missing:
+            raise FamilyMismatch(
+                f"{family.__name__} gives this {type(self._module).__name__} no {', '.join(missing)}: "
+                "its RENAME does not fit this model's module names (print(model) shows them)"
+            )
 
     def _loaded_preprocessors(self) -> set:
         # transformers 5.23 lists a task's pipeline class by its dotted name, which

@@ -4,6 +4,7 @@ from .attention import INTERFACE, Attention, interface_reason, needs_eager, seq_
 from .layer import Layer
 from .mlp import Mlp
 from .sandwich import PostNormAttention, PostNormMlp, SandwichLayer
+from .variants import ParallelLayer, PostNormLayer
 from .standard import Standard, blocks_support, first_tensor, rewrap
 
 __all__ = [
@@ -11,7 +12,9 @@ __all__ = [
     "Attention",
     "Layer",
     "Mlp",
+    "ParallelLayer",
     "PostNormAttention",
+    "PostNormLayer",
     "PostNormMlp",
     "SandwichLayer",
     "Standard",
