@@ -30,3 +30,8 @@ def test_the_report_covers_every_checkpoint_and_mapping_type():
 
 def test_the_markdown_is_rendered_from_the_json():
     assert (DOCS / "families.md").read_text() == report.render_markdown(committed()), STALE.format("families.md")
+
+
+def test_the_readme_headline_is_the_reports_count():
+    readme = (DOCS.parent / "README.md").read_text()
+    assert report.with_headline(readme, committed()) == readme, "the README's headline is stale: run uv run nnterp-conformance report"

@@ -39,7 +39,7 @@ def test_the_config_is_shrunk_as_registered():
 def test_the_tokenizer_fits_every_registered_vocabulary():
     size = len(build_tokenizer())
     for name in names():
-        assert spec(name).config().vocab_size >= size, name
+        assert spec(name).config().get_text_config().vocab_size >= size, name
 
 
 def test_an_unknown_name_lists_the_registered_ones():

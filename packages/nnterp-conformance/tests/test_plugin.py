@@ -30,7 +30,7 @@ def test_no_option_means_every_registered_checkpoint_and_every_check(pytester):
 
 def test_family_and_checkpoint_options_narrow_the_matrix(pytester):
     assert collected(pytester, "--nnterp-family", "toy")[0] == ["nnterp_toy"]
-    assert collected(pytester, "--nnterp-family", "gpt2")[0] == ["gpt2", "gpt2-reorder"]
+    assert collected(pytester, "--nnterp-family", "gpt2")[0] == ["gpt-sw3", "gpt2", "gpt2-reorder"]
     assert collected(pytester, "--nnterp-checkpoint", "llama", "--nnterp-checkpoint", "qwen2")[0] == ["llama", "qwen2"]
 
 

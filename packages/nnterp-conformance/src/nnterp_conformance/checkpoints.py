@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 SEED = 0
+#: every parameter moves by this much noise after the model's own init, so that a norm
+#: initialized to ones or a multiplier initialized to one cannot hide a value read off by it
+NOISE = 0.05
 #: the text the byte-level BPE tokenizer is trained on: fixed, so it trains the same every time
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. Hello world, hello there! "
@@ -56,7 +59,7 @@ def names() -> list[str]:
 def _digest(tiny: Any) -> str:
     import transformers
 
-    text = repr((tiny.config().to_json_string(), sorted(tiny.load.items()), transformers.__version__, CORPUS, SEED))
+    text = repr((tiny.config().to_json_string(), sorted(tiny.load.items()), transformers.__version__, CORPUS, SEED, NOISE))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -87,7 +90,7 @@ def tiny_checkpoint(name: str) -> Path:
 
 
 def write_checkpoint(tiny: Any, directory: Path) -> None:
-    """Write ``tiny``'s model (weights from ``SEED``) and a tokenizer into ``directory``."""
+    """Write ``tiny``'s model (its own init from ``SEED``, then ``NOISE`` on every parameter) and a tokenizer into ``directory``."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -98,6 +101,10 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
         model = AutoModelForCausalLM.from_config(config, **tiny.load)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.is_floating_point():
+                    parameter.add_(torch.randn_like(parameter) * NOISE)
     model.eval()
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)

@@ -95,8 +95,9 @@ def report_command(arguments: argparse.Namespace) -> int:
         for name in outdated:
             print(f"{directory / name} is stale: run uv run nnterp-conformance report")
         return 1 if outdated else 0
-    write(records, directory)
-    print(f"wrote {directory / 'families.json'} and {directory / 'families.md'}")
+    readme = directory.resolve().parent / "README.md"
+    write(records, directory, readme)
+    print(f"wrote {directory / 'families.json'}, {directory / 'families.md'} and the headline of {readme}")
     return 0
 
 

@@ -12,6 +12,7 @@ out of reach. Nobody edits the files by hand.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,12 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
     verdicts = run(model)
     checks = {verdict.name: verdict.status for verdict in verdicts}
     failed = [verdict.name for verdict in verdicts if verdict.status == FAIL]
+    from .checkpoints import names, spec
+
+    # the model type the checkpoint was written for (a model may save itself under another: emu3)
+    model_type = spec(checkpoint).model_type if checkpoint in names() else model._module.config.model_type
     entry: dict[str, Any] = {
-        "model_type": model._module.config.model_type,
+        "model_type": model_type,
         "checkpoint": checkpoint,
         "family": model.family.__name__,
         "status": FAIL if failed else PASS,
@@ -62,12 +67,14 @@ def out_of_reach(model_type: str) -> dict[str, Any]:
 
     from nnterp._served import SERVED_BY
 
+    from .reach import REASONS
+
     path = families().get(model_type)
     if path is not None:
         reason = f"served by {path}, but no tiny checkpoint is registered for it"
     else:
         package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
-        reason = f"served by {package}, which is not installed" if package else "no family serves it yet"
+        reason = f"served by {package}, which is not installed" if package else REASONS.get(model_type, "no family serves it yet")
     return {"model_type": model_type, "family": None, "status": OUT_OF_REACH, "checks": {}, "unavailable": {}, "reason": reason}
 
 
@@ -164,10 +171,26 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(records: list[dict[str, Any]], directory: Path) -> None:
+HEADLINE = re.compile(r"<!-- families -->.*?<!-- /families -->", re.S)
+
+
+def headline(records: list[dict[str, Any]]) -> str:
+    """The README's headline line, between its markers: how many model types pass the whole kit."""
+    passing = sum(entry["status"] == PASS for entry in records)
+    return f"<!-- families -->**{passing} model types pass the whole kit** ([the families table](docs/families.md))<!-- /families -->"
+
+
+def with_headline(readme: str, records: list[dict[str, Any]]) -> str:
+    """``readme`` with its headline line replaced by the current one."""
+    return HEADLINE.sub(headline(records), readme)
+
+
+def write(records: list[dict[str, Any]], directory: Path, readme: Path | None = None) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "families.json").write_text(render_json(records))
     (directory / "families.md").write_text(render_markdown(records))
+    if readme is not None and readme.exists():
+        readme.write_text(with_headline(readme.read_text(), records))
 
 
 def stale(records: list[dict[str, Any]], directory: Path) -> list[str]:

@@ -39,8 +39,10 @@ def difference(actual: torch.Tensor, expected: torch.Tensor) -> tuple[float, flo
     return gap, scale
 
 
-def close(actual: torch.Tensor, expected: torch.Tensor, table: dict = TOLERANCE) -> tuple[bool, float, float]:
-    """Whether ``actual`` matches ``expected`` within the dtype's tolerance; with the gap and the allowed gap."""
+def close(
+    actual: torch.Tensor, expected: torch.Tensor, table: dict = TOLERANCE, dtype: torch.dtype | None = None
+) -> tuple[bool, float, float]:
+    """Whether ``actual`` matches ``expected`` within ``dtype``'s tolerance (``expected``'s by default); with the gap and the allowed gap."""
     gap, scale = difference(actual, expected)
-    allowed = tolerance(expected.dtype, table) * scale
+    allowed = tolerance(dtype or expected.dtype, table) * scale
     return gap <= allowed, gap, allowed

@@ -7,6 +7,7 @@ this namespace is what a family author builds with.
 from . import layouts as layouts
 from .components import INTERFACE as INTERFACE
 from .components import Attention as Attention
+from .components import GatedAttention as GatedAttention
 from .components import Layer as Layer
 from .components import Mlp as Mlp
 from .components import ParallelLayer as ParallelLayer

@@ -13,6 +13,7 @@ import typing
 from functools import partial
 from typing import Any, Callable
 
+import torch
 from nnsight.intervention.eproperty import WriteBack, eproperty
 from nnsight.intervention.interleaver import Mediator
 from nnsight.intervention.util import first_input, replace_first_input
@@ -94,6 +95,33 @@ class EProperty(eproperty):
         moved._preprocess, moved._postprocess, moved._transform = self._preprocess, self._postprocess, self._transform
         return moved
 
+    def scaled(self, factor: Callable[[Any], float], **changes: Any) -> "EProperty":
+        """This value times ``factor(envoy)``: a sublayer whose output the block scales before adding it.
+
+        Reads see ``value * factor``; an assignment and an in-place edit are
+        divided back before they reach the model, and an unedited read writes
+        back the model's own tensor, so reading changes nothing.
+        """
+        moved = self.at(**changes)
+        base = self._preprocess
+
+        def read(envoy: Any, served: Any) -> Any:
+            value = base(envoy, served) if base is not None else served
+            product = value * factor(envoy)
+            product._nnterp_scaled_from = (value, product.detach().clone())
+            return product
+
+        def write_back(envoy: Any, view: Any, served: Any) -> Any:
+            original, unedited = getattr(view, "_nnterp_scaled_from", (None, None))
+            if original is not None and torch.equal(view, unedited):
+                return original
+            return view / factor(envoy)
+
+        moved._preprocess = read
+        moved._transform = write_back
+        moved._postprocess = lambda envoy, value: value / factor(envoy)
+        return moved
+
     # -- what the value is -------------------------------------------------------
 
     @property
@@ -104,9 +132,9 @@ class EProperty(eproperty):
         a value redefined without one (``unavailable(...)``) keeps its base's.
         """
         if self._preprocess is not None:
-            hints = typing.get_type_hints(self._preprocess)
-            if "return" in hints:
-                return hints["return"]
+            hint = typing.get_type_hints(self._preprocess).get("return", Any)
+            if hint is not Any:
+                return hint
         return self._inherited("layout")
 
     @property

@@ -93,10 +93,14 @@ def shrunk_fields(cls: type) -> dict[str, Any]:
     sizes = {
         name: value
         for name, value in SIZES.items()
-        if name in declared and name not in aliases and not (name in KEEP_NONE and getattr(default, name, None) is None)
+        if name in declared and name not in aliases and not (name in KEEP_NONE and _default(default, name) is None)
     }
+    for name, sub in getattr(cls, "sub_configs", {}).items():
+        # a wrapper's nested configs (text_config, vision_config ...) shrink the same way
+        if isinstance(sub, type) and dataclasses.is_dataclass(sub) and name in declared:
+            sizes[name] = sub(**shrunk_fields(sub))
     for name in PER_LAYER:
-        kinds = getattr(default, name, None)
+        kinds = _default(default, name)
         if isinstance(kinds, (list, tuple)) and kinds:
             distinct = list(dict.fromkeys(kinds))
             while len(distinct) < sizes.get("num_hidden_layers", 2):
@@ -106,3 +110,11 @@ def shrunk_fields(cls: type) -> dict[str, Any]:
                 if layers in sizes:
                     sizes[layers] = len(distinct)
     return sizes
+
+
+def _default(config: Any, name: str) -> Any:
+    """A config's value for ``name``, or None: also where a per-layer config refuses one global value."""
+    try:
+        return getattr(config, name, None)
+    except Exception:  # noqa: BLE001 - transformers' AmbiguousGlobalPerLayerAttributeError and kin
+        return None

@@ -14,11 +14,17 @@ from torch import Tensor
 from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
+from .logits import unembed
 from .errors import FamilyMismatch
 from .registry import family_for
 
 #: the modules every family names at the root
 ROOT_NAMES = ("embed_tokens", "layers", "norm", "lm_head")
+
+
+def root_names(family: ModuleType) -> tuple[str, ...]:
+    """The root modules ``family`` names: all of ``ROOT_NAMES``, less ``norm`` where it says why there is none (``NO_FINAL_NORM``)."""
+    return tuple(name for name in ROOT_NAMES if not (name == "norm" and getattr(family, "NO_FINAL_NORM", None)))
 
 _PREPROCESSOR_FLAGS = {
     "tokenizer": "_load_tokenizer",
@@ -84,7 +90,7 @@ class StandardizedTransformer(TransformersModel):
         # nnsight takes the first matching path key, so the caller's come first
         envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}
         super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
-        missing = [name for name in ROOT_NAMES if name not in self.__dict__]
+        missing = [name for name in root_names(family) if name not in self.__dict__]
         if missing:
             raise FamilyMismatch(
                 f"{family.__name__} gives this {type(self._module).__name__} no {', '.join(missing)}: "
@@ -133,10 +139,7 @@ class StandardizedTransformer(TransformersModel):
         ``project_on_vocab``). Inside a trace it is an ad hoc call, which serves
         nothing and moves no location.
         """
-        custom = getattr(self.family, "project_on_vocab", None)
-        if custom is not None:
-            return custom(self, hidden)
-        return self.lm_head(self.norm(hidden))
+        return getattr(self.family, "project_on_vocab", unembed)(self, hidden)
 
     # -- sizes -------------------------------------------------------------------
 

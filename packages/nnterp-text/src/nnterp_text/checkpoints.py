@@ -1,12 +1,110 @@
 """The tiny checkpoints of this package's families, by checkpoint name (the ``nnterp.checkpoints`` table).
 
-Each is its model type's config shrunk by ``TinyConfig`` (a width of 64, a few
-layers and heads), with the fields a family needs on top.
+Each is its model type's config shrunk by ``TinyConfig`` (a width of 64, two
+layers, four heads, a vocabulary of 320 ...), with the fields a family needs on
+top: a multiplier set away from one, a variant's switch.
 """
 
 from nnterp import TinyConfig
 
+from .families import DEFAULT_LAYOUT
+
+#: the sandwich and post-norm blocks, whose class defaults already exercise their norms
+SANDWICH_AND_POST_NORM = ("afmoe", "exaone4", "flex_olmo", "gemma3_text", "glm4", "kolibri1", "nanochat", "olmo2", "olmo3", "vaultgemma")
+
+#: Granite's multipliers away from one, so a contribution read unscaled cannot pass
+GRANITE_SCALES = {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_multiplier": 3.0, "attention_multiplier": 0.2}
+
+#: latent attention: keys come per head from the latent, so as many key heads as query heads; qk 24, v 16
+MLA = {"num_key_value_heads": 4, "qk_nope_head_dim": 16}
+#: grouped routing over the tiny model's four experts
+ROUTE = {"n_group": 1, "topk_group": 1}
+#: a dense first block and two mixtures, so both kinds of block are checked
+SPARSE = {"mlp_layer_types": ["dense", "sparse", "sparse"]}
+#: the sparse-attention indexer's sizes (index_topk stays at its default: a small one breaks ties differently under padding)
+INDEXER = {"index_head_dim": 16, "index_n_heads": 2}
+
+#: Cohere's logit scale away from its defaults, so a missing project_on_vocab cannot pass
+COHERE_SCALE = {"logit_scale": 0.3}
+
 TINY_CONFIGS: dict[str, TinyConfig] = {
-    "gpt2": TinyConfig("gpt2", {"n_layer": 3, "n_inner": 128}),
-    "gpt2-reorder": TinyConfig("gpt2", {"n_layer": 3, "n_inner": 128, "reorder_and_upcast_attn": True}),
+    **{model_type: TinyConfig(model_type) for model_type in DEFAULT_LAYOUT},
+    **{model_type: TinyConfig(model_type) for model_type in SANDWICH_AND_POST_NORM},
+    "bloom": TinyConfig("bloom", {"n_layer": 3}),
+    "codegen": TinyConfig("codegen", {"n_layer": 3, "rotary_dim": 8}),
+    "mpt": TinyConfig("mpt", {"n_layers": 3, "n_heads": 4, "max_seq_len": 256, "use_cache": True}),
+    # rotary, multi-query, parallel (7B); ALiBi, sequential (RW); the new decoder architecture (40B)
+    "falcon": TinyConfig("falcon", {"num_hidden_layers": 3}),
+    "falcon-alibi": TinyConfig("falcon", {"num_hidden_layers": 3, "alibi": True, "multi_query": False, "parallel_attn": False, "bias": True}),
+    "falcon-new-decoder": TinyConfig("falcon", {"num_hidden_layers": 3, "new_decoder_architecture": True, "num_kv_heads": 2}),
+    "gemma2": TinyConfig("gemma2", {"final_logit_softcapping": 3.0, "attn_logit_softcapping": 5.0}),
+    "gpt2": TinyConfig("gpt2", {"n_layer": 3}),
+    # a global and a local layer, the window short enough to bite on a test prompt
+    "gpt_neo": TinyConfig("gpt_neo", {"num_layers": 3, "num_heads": 4, "attention_types": [[["global", "local"], 1], [["global"], 1]], "window_size": 4}),
+    "gpt_neox_japanese": TinyConfig("gpt_neox_japanese", {"num_hidden_layers": 3, "intermediate_multiple_size": 2}),
+    "gptj": TinyConfig("gptj", {"n_layer": 3, "rotary_dim": 8}),
+    "gpt_oss": TinyConfig("gpt_oss", {"sliding_window": 4}),
+    "flint": TinyConfig("flint", {"sliding_window": 4, "mlp_only_layers": [0]}),
+    "diffllama": TinyConfig("diffllama"),
+    "granite_swa": TinyConfig("granite_swa", {**GRANITE_SCALES, "sliding_window": 4, "layer_rope_theta": [10000.0, 0]}),
+    "granitemoe_swa": TinyConfig("granitemoe_swa", {**GRANITE_SCALES, "shared_intermediate_size": 32, "sliding_window": 4, "layer_rope_theta": [10000.0, 0]}),
+    "granitemoeshared": TinyConfig("granitemoeshared", {**GRANITE_SCALES, "shared_intermediate_size": 32}),
+    "doge": TinyConfig("doge", {"keep_window_size": 4}),
+    "openai-gpt": TinyConfig("openai-gpt"),
+    "gemma3n_text": TinyConfig("gemma3n_text", {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2, "num_kv_shared_layers": 2, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "laurel_rank": 8, "sliding_window": 4, "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0], "intermediate_size": 128}),
+    "gemma4_text": TinyConfig("gemma4_text", {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "sliding_window": 4, "final_logit_softcapping": 3.0}),
+    "emu3": TinyConfig("emu3"),
+    "phi": TinyConfig("phi", {"num_hidden_layers": 3}),
+    "cohere": TinyConfig("cohere", {"num_hidden_layers": 3, "use_qk_norm": True, **COHERE_SCALE}),
+    "cohere2": TinyConfig("cohere2", {"num_hidden_layers": 3, "sliding_window": 4, **COHERE_SCALE}),
+    "cohere2_moe": TinyConfig("cohere2_moe", {"num_hidden_layers": 3, "sliding_window": 4, "mlp_layer_types": ["dense", "sparse", "sparse"], "num_shared_experts": 1, **COHERE_SCALE}),
+    # the class default rope_parameters={} crashes: rope for the sliding layers, none (NoPE) for the full ones
+    "cohere_compass_text": TinyConfig("cohere_compass_text", {"num_hidden_layers": 3, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention", "sliding_attention"], "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}, "full_attention": None}, **COHERE_SCALE}),
+    "gpt_neox": TinyConfig("gpt_neox", {"num_hidden_layers": 3}),
+    "gpt_neox-sequential": TinyConfig("gpt_neox", {"num_hidden_layers": 3, "use_parallel_residual": False}),
+    "persimmon": TinyConfig("persimmon", {"num_hidden_layers": 3}),
+    "stablelm": TinyConfig("stablelm"),
+    "stablelm-parallel": TinyConfig("stablelm", {"num_hidden_layers": 3, "use_parallel_residual": True}),
+    "gpt_bigcode": TinyConfig("gpt_bigcode", {"n_layer": 3}),
+    "gpt-sw3": TinyConfig("gpt-sw3", {"n_layer": 3}),
+    "opt": TinyConfig("opt", {"num_hidden_layers": 3}),
+    "opt-projected": TinyConfig("opt", {"num_hidden_layers": 3, "word_embed_proj_dim": 32}),
+    "biogpt": TinyConfig("biogpt", {"num_hidden_layers": 3}),
+    "modernbert-decoder": TinyConfig("modernbert-decoder", {"num_hidden_layers": 3, "local_attention": 8, "cls_token_id": 0, "sep_token_id": 0}),
+    "ctrl": TinyConfig("ctrl", {"n_layer": 3, "dff": 128}),
+    "ministral": TinyConfig("ministral", {"num_hidden_layers": 3, "head_dim": 16}),
+    "nemotron": TinyConfig("nemotron", {"num_hidden_layers": 3, "head_dim": 16, "num_key_value_heads": 2}),
+    "hunyuan_v1_dense": TinyConfig("hunyuan_v1_dense", {"num_hidden_layers": 3, "head_dim": 16}),
+    "hunyuan_v1_moe": TinyConfig("hunyuan_v1_moe", {"num_hidden_layers": 3, "head_dim": 16, "num_experts": 4, "moe_topk": 2}),
+    "bitnet": TinyConfig("bitnet", {"num_hidden_layers": 3}),
+    "laguna": TinyConfig("laguna", {"num_hidden_layers": 3, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"], "sliding_window": 4, "num_attention_heads_per_layer": [4, 8, 4]}),
+    "deepseek_v2": TinyConfig("deepseek_v2", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_experts_per_tok": 2}),
+    "deepseek_v3": TinyConfig("deepseek_v3", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
+    "deepseek_v32": TinyConfig("deepseek_v32", {**MLA, **ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
+    "glm4_moe_lite": TinyConfig("glm4_moe_lite", {**MLA, **SPARSE, "num_hidden_layers": 3}),
+    # every indexer full: skipping a full one leaves a shared one after it without indices, and the model errors
+    "glm_moe_dsa": TinyConfig("glm_moe_dsa", {**MLA, **SPARSE, **INDEXER, "num_hidden_layers": 3, "indexer_types": ["full", "full", "full"]}),
+    "youtu": TinyConfig("youtu", {**MLA, "num_hidden_layers": 3}),
+    "minicpm3": TinyConfig("minicpm3", {**MLA, "num_hidden_layers": 3}),
+    "axk1": TinyConfig("axk1", {**MLA, **ROUTE, **SPARSE, "num_hidden_layers": 3}),
+    "axk2": TinyConfig("axk2", {**MLA, **ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
+    "mimo_v2_flash": TinyConfig("mimo_v2_flash", {"num_hidden_layers": 3, "head_dim": 24, "v_head_dim": 16, "sliding_window": 4, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"]}),
+    "zaya": TinyConfig("zaya", {"num_hidden_layers": 3, "num_experts_per_tok": 1, "router_hidden_size": 32}),
+    "dbrx": TinyConfig("dbrx", {"n_layers": 3, "n_heads": 4, "max_seq_len": 256, "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 10000.0}, "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}}),
+    # per-layer sizes: the third block is a sliding layer with two heads and values 8 wide
+    "dots3_note_text": TinyConfig("dots3_note_text", {
+        "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32,
+        "shared_experts_intermediate_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
+        "kv_lora_rank": 32, "q_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+        "head_dim": 24, "index_head_dim": 16, "index_n_heads": 2, "max_position_embeddings": 256,
+        "mlp_layer_types": ["dense", "sparse", "sparse"], "sliding_window": 4,
+        "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2, "swa_q_lora_rank": 16, "swa_kv_lora_rank": 16,
+        "swa_head_dim": 24, "swa_qk_nope_head_dim": 16, "swa_v_head_dim": 8,
+        "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}, shrink=False),
+    "xglm": TinyConfig("xglm", {"num_layers": 3, "attention_heads": 4}),
+    "hyperclovax": TinyConfig("hyperclovax", {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_multiplier": 3.0}),
+    "gpt2-reorder": TinyConfig("gpt2", {"n_layer": 3, "reorder_and_upcast_attn": True}),
+    "granite": TinyConfig("granite", {"num_hidden_layers": 3, **GRANITE_SCALES}),
+    "granitemoe": TinyConfig("granitemoe", GRANITE_SCALES),
 }

@@ -20,6 +20,10 @@ def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
         scores, pattern = next(values), next(values)
         attention = model.layers[layer].self_attn
         sink = getattr(attention, "sink_column", False)
+        if sink:
+            # the sink joins the softmax as one more column per head, then is dropped from the pattern
+            sinks = attention.sink_logits.detach().float().view(1, -1, 1, 1)
+            scores = torch.cat([scores.float(), sinks.expand(*scores.shape[:-1], 1)], dim=-1)
         expected = torch.softmax(scores.float(), dim=-1)
         if sink:
             expected = expected[..., :-1]
@@ -29,7 +33,7 @@ def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
             if (sums > 1 + 1e-3).any():
                 raise CheckFailure(f"layers[{layer}]: a row of the pattern sums past one ({sums.max().item():.4f}) on a sink model")
         else:
-            gaps.add(expect_close(f"layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums)))
+            gaps.add(expect_close(f"layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums), dtype=pattern.dtype))
     return str(gaps)
 
 

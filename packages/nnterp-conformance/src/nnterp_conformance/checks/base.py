@@ -179,7 +179,11 @@ def read_apart(model: Any, case: Case, names: tuple[str, ...], blocks: list[int]
 
 
 def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwargs: Any) -> float:
-    """Fail with ``what``, the gap and the allowed gap unless the two agree; return the gap."""
+    """Fail with ``what``, the gap and the allowed gap unless the two agree; return the gap.
+
+    ``dtype=`` judges by another dtype's tolerance than ``expected``'s (a sum
+    taken in float32 over a half-precision tensor).
+    """
     if actual.shape != expected.shape:
         raise CheckFailure(f"{what}: shapes differ, {tuple(actual.shape)} against {tuple(expected.shape)}")
     ok, gap, allowed = close(actual, expected, **kwargs)

@@ -9,6 +9,15 @@ import torch
 from .base import Case, Gaps, check, expect_close, require
 
 
+def _up_half(mlp: Any) -> Any:
+    """What a gated MLP multiplies the activation by: ``up_proj``'s output, or the second half of a fused ``gate_up_proj``'s."""
+    if "gate_proj" in mlp.__dict__ and "up_proj" in mlp.__dict__:
+        return mlp.up_proj.output.detach().clone()
+    if "gate_up_proj" in mlp.__dict__:
+        return mlp.gate_up_proj.output.chunk(2, dim=-1)[1].detach().clone()
+    return None
+
+
 @check("mlp")
 def neurons_make_contribution(model: Any, case: Case) -> str:
     """The neurons are the activation (times up_proj on a gated MLP), and down_proj of them is what it returns in the run."""
@@ -18,9 +27,11 @@ def neurons_make_contribution(model: Any, case: Case) -> str:
     with torch.no_grad(), model.trace(case.batch):
         for layer in blocks:
             mlp = model.layers[layer].mlp
-            gated = "gate_proj" in mlp.__dict__ and "up_proj" in mlp.__dict__
+            # a fused gate_up_proj runs before the activation, a separate up_proj after it
+            fused = "gate_up_proj" in mlp.__dict__
+            up = _up_half(mlp) if fused else None
             activation = mlp.mlp_activation.detach().clone()
-            up = mlp.up_proj.output.detach().clone() if gated else None
+            up = up if fused else _up_half(mlp)
             neurons = mlp.mlp_neurons
             projected = mlp.down_proj(neurons).detach().clone()
             found.append((layer, activation, up, neurons.detach().clone(), projected, mlp.down_proj.output.detach().clone()))
@@ -29,5 +40,7 @@ def neurons_make_contribution(model: Any, case: Case) -> str:
         expected = activation if up is None else activation * up
         formula = "mlp_activation" if up is None else "mlp_activation * up_proj.output"
         gaps.add(expect_close(f"layers[{layer}]: {formula} against mlp_neurons", neurons, expected))
+        # a family serving token-flat neurons per row ([batch, seq, ...]) projects them in that layout
+        projected = projected.reshape(output.shape) if projected.numel() == output.numel() else projected
         gaps.add(expect_close(f"layers[{layer}]: down_proj(mlp_neurons) against down_proj's output", projected, output))
     return str(gaps)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from nnsight import Envoy
+from nnterp.transformer import root_names
 
 from .base import Case, CheckFailure, check
-
-ROOT_NAMES = ("embed_tokens", "layers", "norm", "lm_head")
 
 
 def _resolve(envoy: Any, path: str) -> Any:
@@ -36,7 +35,7 @@ def standard_names_alias_native_envoys(model: Any, case: Case) -> str:
     missing = [alias for alias, count in resolved.items() if count == 0]
     if missing:
         raise CheckFailure(f"aliases that resolve nowhere (a module renamed in transformers?): {', '.join(missing)}")
-    for name in ROOT_NAMES:
+    for name in root_names(model.family):
         if not isinstance(model.__dict__.get(name), Envoy):
             raise CheckFailure(f"the root has no {name!r}")
     return f"{sum(resolved.values())} aliases, each the native envoy"

@@ -1,6 +1,6 @@
 """The base components a family's envoys subclass."""
 
-from .attention import INTERFACE, Attention, interface_reason, needs_eager, seq_first
+from .attention import INTERFACE, Attention, GatedAttention, interface_reason, needs_eager, seq_first
 from .layer import Layer
 from .mlp import Mlp
 from .sandwich import PostNormAttention, PostNormMlp, SandwichLayer
@@ -10,6 +10,7 @@ from .standard import Standard, blocks_support, first_tensor, rewrap
 __all__ = [
     "INTERFACE",
     "Attention",
+    "GatedAttention",
     "Layer",
     "Mlp",
     "ParallelLayer",

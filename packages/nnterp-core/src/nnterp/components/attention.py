@@ -176,3 +176,25 @@ class Attention(Standard):
             config = getattr(self._module, "config", None)
             value = getattr(config, "num_key_value_heads", None)
         return int(value) if value is not None else self.num_heads
+
+
+class GatedAttention(Attention):
+    """An attention that gates each head's output before the projection (AFMoE, Qwen3-Next's attention blocks).
+
+    The head outputs are what the output projection receives, split per head:
+    ``o_proj.input`` viewed as ``[batch, seq, num_heads, head_dim]``, after the
+    gate, so ``o_proj(attention_head_outputs)`` is still the projection the
+    module makes. Edits in place land; assignments are joined back.
+    """
+
+    @EProperty("o_proj.input", "Each head's gated output, as the output projection receives it", interface_reason)
+    def attention_head_outputs(self, value: Tensor) -> HeadOutputs:
+        return value.unflatten(-1, (self.num_heads, self.head_dim))
+
+    @attention_head_outputs.transform
+    def attention_head_outputs(self, value: Tensor, served: Tensor) -> Tensor:
+        return value.flatten(-2)
+
+    @attention_head_outputs.postprocess
+    def attention_head_outputs(self, value: Tensor) -> Tensor:
+        return value.flatten(-2)

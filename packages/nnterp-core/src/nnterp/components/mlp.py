@@ -2,9 +2,21 @@
 
 from torch import Tensor
 
+from typing import Any
+
 from ..descriptors import EProperty
 from ..layouts import Neurons, Residual
 from .standard import Standard
+
+MIXTURE = (
+    "a mixture of experts: each routed expert has its own activation and neurons, so no one "
+    "tensor is this block's; the routing values are the Moe component's"
+)
+
+
+def no_dense_neurons(envoy: Any) -> str | None:
+    """Why an MLP has no one activation and neuron tensor: it is a mixture of experts; else None."""
+    return MIXTURE if "experts" in envoy.__dict__ else None
 
 
 class Mlp(Standard):
@@ -20,7 +32,7 @@ class Mlp(Standard):
         """The MLP's contribution to the residual stream, ``[batch, seq, hidden_size]``. In-place edits and assignment reach the model."""
         return value
 
-    @EProperty("act_fn.output", "The activation's output")
+    @EProperty("act_fn.output", "The activation's output", no_dense_neurons)
     def mlp_activation(self, value: Tensor) -> Neurons:
         """The activation's output, ``[batch, seq, intermediate_size]``.
 
@@ -29,7 +41,7 @@ class Mlp(Standard):
         """
         return value
 
-    @EProperty("down_proj.input", "The neurons the down projection sums")
+    @EProperty("down_proj.input", "The neurons the down projection sums", no_dense_neurons)
     def mlp_neurons(self, value: Tensor) -> Neurons:
         """The neurons' values the down projection sums, ``[batch, seq, intermediate_size]``.
 

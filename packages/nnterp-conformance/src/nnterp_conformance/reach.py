@@ -1,0 +1,39 @@
+"""Why a model type of transformers' causal-LM mapping has no family yet, by kind: what the report says of it.
+
+Declared here, by the kind of model, so the report's reason for each type is
+written once and reviewed like code; a type served by a family never reaches
+this table.
+"""
+
+ENCODER_DECODER = "an encoder-decoder: its causal-LM class is the decoder half, with cross-attention to an encoder"
+AUDIO = "an audio model: its causal LM decodes audio codes or transcripts"
+RECURRENT = "a recurrent or hybrid mixer (state-space, linear attention, short convolution): nnterp-recurrent's issue"
+VISION = "a vision-language wrapper: nnterp-vision's issue (its text model is served where it has a type of its own)"
+POST_LN_ENCODER = (
+    "a BERT-style post-LN encoder used as a decoder: the residual is added and normalized inside its "
+    "submodules, so no sublayer adds to a stream; not mapped yet"
+)
+MULTI_STREAM = "a multi-stream residual (hyper-connections): the stream is [batch, seq, streams, hidden], not one tensor"
+ASSISTANT = "does not build: the class default config fails its own validation (a KV-sharing assistant)"
+
+KINDS = {
+    ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
+    AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
+    RECURRENT: (
+        "bailing_hybrid", "bamba", "falcon_h1", "falcon_mamba", "granitemoehybrid", "inkling2_text", "inkling_text",
+        "jamba", "kimi_linear", "lfm2", "lfm2_moe", "lfm3", "mamba", "mamba2", "minimax", "nemotron_h", "olmo_hybrid",
+        "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text", "qwen3_next", "qwen4_exp", "qwen4_exp_text",
+        "recurrent_gemma", "rwkv", "xlstm", "zamba", "zamba2",
+    ),
+    VISION: ("fuyu", "gemma3", "gemma3n", "gemma4", "gemma4_unified", "got_ocr2", "mllama", "dots3_note"),
+    POST_LN_ENCODER: (
+        "bert", "bert-generation", "big_bird", "camembert", "cpmant", "data2vec-text", "electra", "ernie", "git",
+        "megatron-bert", "rembert", "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "xlm", "xlm-roberta",
+        "xlm-roberta-xl", "xlnet", "xmod", "reformer",
+    ),
+    MULTI_STREAM: ("deepseek_v4", "hy_v4"),
+    ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
+}
+
+#: the reason for each type this table knows
+REASONS = {model_type: reason for reason, types in KINDS.items() for model_type in types}

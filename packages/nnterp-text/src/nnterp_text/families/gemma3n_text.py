@@ -1,0 +1,39 @@
+"""Gemma-3n (text): Gemma-2's sandwich sublayers inside AltUp, whose state is several streams, not one.
+
+The block receives and returns ``altup_num_inputs`` streams stacked,
+``[altup_num_inputs, batch, seq, hidden_size]``: it predicts them, runs the
+sublayers on the active one, then corrects them all from the result and adds a
+per-layer-input term to all but the active one. So there is no one stream for
+``layer_input`` or ``layer_output``. On the active stream, the attention's
+output is averaged with the LAuReL branch, ``layer_mid = (active + attention +
+laurel) / sqrt(2)``, so no attention contribution sums to it either; the MLP's
+post-normed output is what is added to ``layer_mid``, and is served.
+"""
+
+from nnterp import PostNormAttention, SandwichLayer, unavailable
+from nnterp_text.families.gemma2 import ENVOYS as GEMMA2
+from nnterp_text.families.gemma2 import RENAME, project_on_vocab  # noqa: F401 - the family's logits
+
+ALTUP = (
+    "AltUp: the block {verb} altup_num_inputs streams stacked, [altup_num_inputs, batch, seq, hidden_size], "
+    "not one residual stream; the block's own {where} holds them"
+)
+LAUREL = (
+    "AltUp with LAuReL: the attention's output is added to the active prediction and averaged with the "
+    "LAuReL branch, layer_mid = (active + attention + laurel) / sqrt(2), so no tensor is what the attention "
+    "adds; its own post-normed output is post_attention_layernorm.output"
+)
+
+
+class AltUpLayer(SandwichLayer):
+    """The sandwich block inside AltUp: the streams between and around the sublayers are the active stream's."""
+
+    layer_input = unavailable(ALTUP.format(verb="receives", where="input"))
+    layer_output = unavailable(ALTUP.format(verb="returns", where="output"))
+
+
+class LaurelAttention(PostNormAttention):
+    attention_output = unavailable(LAUREL)
+
+
+ENVOYS = {**GEMMA2, "layers.*": AltUpLayer, "layers.*.self_attn": LaurelAttention}

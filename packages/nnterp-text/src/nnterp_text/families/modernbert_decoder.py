@@ -1,0 +1,28 @@
+"""ModernBERT decoder: the default block under its names, ``Wi`` a fused ``gate_up_proj``, and logits ``decoder(lm_head(norm(x)))``."""
+
+from typing import Any
+
+from torch import Tensor
+
+from nnterp.families import default
+
+RENAME = {
+    "model.layers": "layers",
+    "model.embeddings.tok_embeddings": "embed_tokens",
+    "model.final_norm": "norm",
+    "attn": "self_attn",
+    "attn.Wo": "attn.o_proj",
+    "attn_norm": "input_layernorm",
+    "mlp_norm": "post_attention_layernorm",
+    "mlp.Wi": "mlp.gate_up_proj",
+    "mlp.act": "mlp.act_fn",
+    "mlp.Wo": "mlp.down_proj",
+}
+
+
+def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
+    """The final norm, the prediction head, then the vocabulary projection ``decoder``."""
+    return model.decoder(model.lm_head(model.norm(hidden)))
+
+
+ENVOYS = default.ENVOYS

@@ -1,0 +1,57 @@
+"""Attention with a learned sink logit per head: softmax over the real keys and one more column that attends to nothing.
+
+Two ways of computing it exist. GPT-OSS and Flint join the sink as a last
+column of the softmax's input and cut it off the output (``SinkAttention``):
+the pattern is over the real keys and its rows sum to less than one. Granite
+SWA takes the plain softmax over the real keys and scales each head's output
+by ``sigmoid(logsumexp(scores) - sink)`` afterwards (``ScaledSinkAttention``):
+the pattern the values are mixed with sums to one, the sink acting after it.
+"""
+
+from typing import Any
+
+from nnterp import Attention
+from nnterp.components.attention import INTERFACE
+
+
+def interior(operation: str) -> str:
+    """The key of an operation inside the shared interface's call: ``interior("F_softmax_0.input")``."""
+    return f"source.{INTERFACE}.source.{operation}"
+
+
+class SinkAttention(Attention):
+    """The sink joins the softmax as its last column and is dropped after: scores are the masked scores before it joins.
+
+    ``attention_scores`` is ``attn_weights_1`` (``scores * scaling + mask``,
+    the binding that exists whenever a mask is passed, as on every prompt),
+    so it shares the pattern's key axis; the pattern is
+    ``softmax(cat([scores, sink_logits]))[..., :-1]``.
+    """
+
+    #: the softmax ran over one more column than the pattern has: the sink, its last
+    sink_column = True
+
+    attention_scores = Attention.attention_scores.at(interior("attn_weights_1.output"))
+
+    @property
+    def sink_logits(self) -> Any:
+        """The sink logit of each head, ``[num_heads]``: the last column the softmax saw on every row."""
+        return self._module.sinks
+
+
+class ScaledSinkAttention(Attention):
+    """The softmax is over the real keys; the sink scales each head's output after the values are mixed.
+
+    The interface calls ``F.softmax`` and ``F.dropout`` rather than
+    ``nn.functional``'s: the scores are the softmax's input, the pattern the
+    dropout's output (rows sum to one); ``attention_head_outputs`` is what the
+    interface returns, ``(pattern @ values) * sigmoid(logsumexp(scores) - sink)``.
+    """
+
+    attention_scores = Attention.attention_scores.at(interior("F_softmax_0.input"))
+    attention_probabilities = Attention.attention_probabilities.at(interior("F_dropout_0.output"))
+
+    @property
+    def sink_logits(self) -> Any:
+        """The sink logit of each head, ``[num_heads]``, that scales its output by ``sigmoid(logsumexp(scores) - sink)``."""
+        return self._module.sinks
