@@ -113,6 +113,15 @@ class StandardizedTransformer(TransformersModel):
             impl = getattr(importlib.import_module(module), name)
         return {attr for attr, flag in _PREPROCESSOR_FLAGS.items() if getattr(impl, flag, False)}
 
+    def _batch(self, invokes: list, fn: Any) -> tuple:
+        # nnsight numbers a left-padded row's tokens from 0; a family whose model
+        # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
+        args, kwargs = super()._batch(invokes, fn)
+        shift = getattr(self.family, "position_ids", None)
+        if shift is not None and "position_ids" in kwargs:
+            kwargs["position_ids"] = shift(self, kwargs["position_ids"])
+        return args, kwargs
+
     # -- values ------------------------------------------------------------------
 
     @EProperty("output", "The next-token logits")

@@ -72,6 +72,8 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "biogpt": TinyConfig("biogpt", {"num_hidden_layers": 3}),
     "modernbert-decoder": TinyConfig("modernbert-decoder", {"num_hidden_layers": 3, "local_attention": 8, "cls_token_id": 0, "sep_token_id": 0}),
     "ctrl": TinyConfig("ctrl", {"n_layer": 3, "dff": 128}),
+    # is_decoder makes these encoders' attention causal, as a causal LM's
+    **{model_type: TinyConfig(model_type, {"is_decoder": True}) for model_type in ("bert", "bert-generation", "camembert", "data2vec-text", "electra", "ernie", "roberta", "roc_bert", "xlm-roberta")},
     "ministral": TinyConfig("ministral", {"num_hidden_layers": 3, "head_dim": 16}),
     "nemotron": TinyConfig("nemotron", {"num_hidden_layers": 3, "head_dim": 16, "num_key_value_heads": 2}),
     "hunyuan_v1_dense": TinyConfig("hunyuan_v1_dense", {"num_hidden_layers": 3, "head_dim": 16}),

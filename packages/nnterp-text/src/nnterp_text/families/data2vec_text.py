@@ -2,5 +2,6 @@
 
 from .bert import *  # noqa: F403
 from .bert import rename
+from .roberta import position_ids  # noqa: F401 - RoBERTa's positions
 
 RENAME = rename("data2vec_text", "lm_head")

@@ -4,10 +4,15 @@ from nnterp import Attention
 from nnterp.components.attention import needs_eager
 from nnterp.families import default
 
-RENAME = {
+#: the root's names, shared by the families laid out like GPT-2 (GPT-J, GPT-Neo, CodeGen ...)
+ROOT = {
     "transformer.h": "layers",
     "transformer.wte": "embed_tokens",
     "transformer.ln_f": "norm",
+}
+
+RENAME = {
+    **ROOT,
     "attn": "self_attn",
     "ln_1": "input_layernorm",
     "ln_2": "post_attention_layernorm",

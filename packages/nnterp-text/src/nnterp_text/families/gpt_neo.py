@@ -3,20 +3,14 @@
 from nnterp import Layer
 from nnterp.families import default
 
+from . import gpt2
 from .own_attention import HelperAttention
 
 RENAME = {
-    "transformer.h": "layers",
-    "transformer.wte": "embed_tokens",
-    "transformer.ln_f": "norm",
-    # attn only hands its call on to the global or local attention under it
+    # GPT-2's names, but for the attention: attn only hands its call on to the global or local attention under it
+    **{native: standard for native, standard in gpt2.RENAME.items() if not native.startswith("attn")},
     "attn.attention": "self_attn",
     "attention.out_proj": "attention.o_proj",
-    "ln_1": "input_layernorm",
-    "ln_2": "post_attention_layernorm",
-    "mlp.c_fc": "mlp.up_proj",
-    "mlp.c_proj": "mlp.down_proj",
-    "mlp.act": "mlp.act_fn",
 }
 
 

@@ -3,12 +3,11 @@
 from nnterp import ParallelLayer
 from nnterp.families import default
 
+from .gpt2 import ROOT
 from .own_attention import HelperAttention
 
 RENAME = {
-    "transformer.h": "layers",
-    "transformer.wte": "embed_tokens",
-    "transformer.ln_f": "norm",
+    **ROOT,
     "attn": "self_attn",
     "ln_1": "input_layernorm",
     "attn.out_proj": "attn.o_proj",
