@@ -52,7 +52,10 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "doge": TinyConfig("doge", {"keep_window_size": 4}),
     "openai-gpt": TinyConfig("openai-gpt"),
     "gemma3n_text": TinyConfig("gemma3n_text", {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2, "num_kv_shared_layers": 2, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "laurel_rank": 8, "sliding_window": 4, "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0], "intermediate_size": 128}),
-    "gemma4_text": TinyConfig("gemma4_text", {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "sliding_window": 4, "final_logit_softcapping": 3.0}),
+    **{
+        model_type: TinyConfig(model_type, {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "sliding_window": 4, "final_logit_softcapping": 3.0})
+        for model_type in ("gemma4_text", "gemma4_unified_text")
+    },
     "emu3": TinyConfig("emu3"),
     "phi": TinyConfig("phi", {"num_hidden_layers": 3}),
     "cohere": TinyConfig("cohere", {"num_hidden_layers": 3, "use_qk_norm": True, **COHERE_SCALE}),
@@ -74,6 +77,13 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "ctrl": TinyConfig("ctrl", {"n_layer": 3, "dff": 128}),
     # is_decoder makes these encoders' attention causal, as a causal LM's
     **{model_type: TinyConfig(model_type, {"is_decoder": True}) for model_type in ("bert", "bert-generation", "camembert", "data2vec-text", "electra", "ernie", "roberta", "roc_bert", "xlm-roberta")},
+    # the adapter used when no lang_ids are passed
+    "xmod": TinyConfig("xmod", {"is_decoder": True, "default_language": "en_XX"}),
+    # eps 1e-5, not the class default 1e-12: with that the final LayerNorm undoes a scaled last-block output
+    # exactly in float32, so an edit there would reach nothing
+    "roberta-prelayernorm": TinyConfig("roberta-prelayernorm", {"is_decoder": True, "layer_norm_eps": 1e-5}),
+    "megatron-bert": TinyConfig("megatron-bert", {"is_decoder": True, "layer_norm_eps": 1e-5}),
+    "xlm-roberta-xl": TinyConfig("xlm-roberta-xl", {"is_decoder": True}),
     "ministral": TinyConfig("ministral", {"num_hidden_layers": 3, "head_dim": 16}),
     "nemotron": TinyConfig("nemotron", {"num_hidden_layers": 3, "head_dim": 16, "num_key_value_heads": 2}),
     "hunyuan_v1_dense": TinyConfig("hunyuan_v1_dense", {"num_hidden_layers": 3, "head_dim": 16}),
