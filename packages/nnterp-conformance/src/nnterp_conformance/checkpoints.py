@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 SEED = 0
-#: every parameter moves by this much noise after the model's own init, so that a norm
-#: initialized to ones or a multiplier initialized to one cannot hide a value read off by it
+#: every trainable parameter moves by this much noise after the model's own init, so that a norm
+#: initialized to ones or a multiplier initialized to one cannot hide a value read off by it; a frozen
+#: one (RoFormer's sinusoidal table) keeps the value the model defines it to have
 NOISE = 0.05
+NOISED = "trainable parameters"
 #: the text the byte-level BPE tokenizer is trained on: fixed, so it trains the same every time
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. Hello world, hello there! "
@@ -59,7 +61,7 @@ def names() -> list[str]:
 def _digest(tiny: Any) -> str:
     import transformers
 
-    text = repr((tiny.config().to_json_string(), sorted(tiny.load.items()), transformers.__version__, CORPUS, SEED, NOISE))
+    text = repr((tiny.config().to_json_string(), sorted(tiny.load.items()), transformers.__version__, CORPUS, SEED, NOISE, NOISED))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -103,7 +105,7 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
         model = AutoModelForCausalLM.from_config(config, **tiny.load)
         with torch.no_grad():
             for parameter in model.parameters():
-                if parameter.is_floating_point():
+                if parameter.is_floating_point() and parameter.requires_grad:
                     parameter.add_(torch.randn_like(parameter) * NOISE)
     model.eval()
     model.save_pretrained(directory)

@@ -84,6 +84,11 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "roberta-prelayernorm": TinyConfig("roberta-prelayernorm", {"is_decoder": True, "layer_norm_eps": 1e-5}),
     "megatron-bert": TinyConfig("megatron-bert", {"is_decoder": True, "layer_norm_eps": 1e-5}),
     "xlm-roberta-xl": TinyConfig("xlm-roberta-xl", {"is_decoder": True}),
+    # embedding widths away from the hidden width, so the projections after the embeddings run
+    "roformer": TinyConfig("roformer", {"is_decoder": True, "embedding_size": 32}),
+    "rembert": TinyConfig("rembert", {"is_decoder": True, "input_embedding_size": 32, "output_embedding_size": 48}),
+    # full attention: the block-sparse default builds its pattern in pieces (its values say so when loaded that way)
+    "big_bird": TinyConfig("big_bird", {"is_decoder": True, "attention_type": "original_full"}),
     "ministral": TinyConfig("ministral", {"num_hidden_layers": 3, "head_dim": 16}),
     "nemotron": TinyConfig("nemotron", {"num_hidden_layers": 3, "head_dim": 16, "num_key_value_heads": 2}),
     "hunyuan_v1_dense": TinyConfig("hunyuan_v1_dense", {"num_hidden_layers": 3, "head_dim": 16}),

@@ -1,0 +1,50 @@
+"""BigBird with ``attention_type="original_full"``: BERT's post-LN block and head under ``bert``, full attention of its own arithmetic.
+
+With full attention ``attention.self`` is ``BigBirdSelfAttention``, whose
+arithmetic is Megatron-BERT's: the interior is read where
+``post_ln_own_attention`` reads it. The block returns its stream bare, as
+BERT's does. The block-sparse attention (the config's default,
+``BigBirdBlockSparseAttention``) computes its pattern in pieces in a helper
+(first, second, band, second-to-last and last query blocks, each with its own
+softmax over different keys) and ignores the causal mask: it holds no one
+scores or pattern tensor, so on a block-sparse load the interior is
+unavailable, with that reason. The tiny checkpoint sets
+``attention_type="original_full"``.
+"""
+
+from typing import Any
+
+from .post_ln_own_attention import *  # noqa: F403
+from .post_ln_own_attention import ENVOYS as OWN_ENVOYS
+from .post_ln_own_attention import OwnArithmeticBertAttention, rename
+
+RENAME = rename("bert", "cls.predictions")
+
+BLOCK_SPARSE = (
+    'attention_type="block_sparse": BigBirdBlockSparseAttention computes the pattern in pieces inside its '
+    "bigbird_block_sparse_attention helper (first, second, band, second-to-last and last query blocks, each its own "
+    "matmul and softmax over different keys, the causal mask unused), so no one tensor is the scores, the pattern or "
+    "the head outputs; and BigBirdModel pads the sequence to a multiple of block_size, or on a short one swaps "
+    'attention.self for a full-attention module during the forward; load with attention_type="original_full" to read '
+    "the interior"
+)
+
+
+def _block_sparse(envoy: Any) -> str | None:
+    return None if envoy._module.attention_type == "original_full" else BLOCK_SPARSE
+
+
+def _full_only(value: Any) -> Any:
+    return value.at(unavailable=_block_sparse)
+
+
+class BigBirdAttention(OwnArithmeticBertAttention):
+    attention_queries = _full_only(OwnArithmeticBertAttention.attention_queries)
+    attention_keys = _full_only(OwnArithmeticBertAttention.attention_keys)
+    attention_values = _full_only(OwnArithmeticBertAttention.attention_values)
+    attention_scores = _full_only(OwnArithmeticBertAttention.attention_scores)
+    attention_probabilities = _full_only(OwnArithmeticBertAttention.attention_probabilities)
+    attention_head_outputs = _full_only(OwnArithmeticBertAttention.attention_head_outputs)
+
+
+ENVOYS = {**OWN_ENVOYS, "layers.*.self_attn": BigBirdAttention}
