@@ -18,7 +18,7 @@ import pytest
 import torch
 from nnterp import TinyConfig, Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import run
+from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
@@ -28,10 +28,7 @@ CHECKPOINTS = NAMES
 
 @pytest.mark.parametrize("name", CHECKPOINTS)
 def test_passes_every_check(tiny_model, name):
-    verdicts = run(tiny_model(name), PROMPTS)
-    failed = {v.name: str(v) for v in verdicts if v.status == "fail"}
-    assert not failed, "\n".join(failed.values())
-    assert {v.name for v in verdicts if v.status == "skip"} == CONTRIBUTION
+    assert_conforms(tiny_model(name), PROMPTS, CONTRIBUTION)
 
 
 def test_roformer_keeps_its_rotary_table_and_so_its_padded_rows(tiny_model):

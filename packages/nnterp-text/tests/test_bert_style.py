@@ -10,7 +10,7 @@ import pytest
 import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import run
+from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 CHECKPOINTS = ["bert", "bert-generation", "camembert", "data2vec-text", "electra", "ernie", "roberta", "roc_bert", "xlm-roberta"]
@@ -19,10 +19,7 @@ CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
 
 @pytest.mark.parametrize("name", CHECKPOINTS)
 def test_passes_every_check(tiny_model, name):
-    verdicts = run(tiny_model(name), PROMPTS)
-    failed = {v.name: str(v) for v in verdicts if v.status == "fail"}
-    assert not failed, "\n".join(failed.values())
-    assert {v.name for v in verdicts if v.status == "skip"} == CONTRIBUTION
+    assert_conforms(tiny_model(name), PROMPTS, CONTRIBUTION)
 
 
 def test_roberta_positions_count_from_after_the_padding_index(tiny_model, monkeypatch):

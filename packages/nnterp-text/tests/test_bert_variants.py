@@ -9,7 +9,7 @@ every check runs. Pointing a contribution at the sublayer module's output
 
 import pytest
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import run
+from nnterp_conformance.runner import assert_conforms, run
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
@@ -19,10 +19,7 @@ PRE_LN = ["roberta-prelayernorm", "xlm-roberta-xl", "megatron-bert"]
 
 @pytest.mark.parametrize("name", sorted(SKIPS))
 def test_passes_every_check(tiny_model, name):
-    verdicts = run(tiny_model(name), PROMPTS)
-    failed = {v.name: str(v) for v in verdicts if v.status == "fail"}
-    assert not failed, "\n".join(failed.values())
-    assert {v.name for v in verdicts if v.status == "skip"} == SKIPS[name]
+    assert_conforms(tiny_model(name), PROMPTS, SKIPS[name])
 
 
 def test_xmod_skips_name_their_reasons(tiny_model):

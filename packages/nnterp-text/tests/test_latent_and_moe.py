@@ -3,7 +3,7 @@
 import pytest
 import torch
 from nnterp import Unavailable
-from nnterp_conformance.runner import run
+from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 
@@ -35,10 +35,7 @@ SKIPS = {
 
 @pytest.mark.parametrize("name", sorted(SKIPS))
 def test_every_check_passes(tiny_model, name):
-    verdicts = run(tiny_model(name), PROMPTS)
-    failed = [str(v) for v in verdicts if v.status == "fail"]
-    assert not failed, "\n".join(failed)
-    assert {v.name for v in verdicts if v.status == "skip"} == SKIPS[name]
+    assert_conforms(tiny_model(name), PROMPTS, SKIPS[name])
 
 
 @pytest.mark.parametrize("name", ["deepseek_v2", "deepseek_v3", "mimo_v2_flash", "dots3_note_text"])

@@ -11,7 +11,7 @@ import pytest
 import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import run
+from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 CHECKPOINTS = [
@@ -48,10 +48,7 @@ SKIPS = {
 
 @pytest.mark.parametrize("name", CHECKPOINTS)
 def test_passes_every_check(tiny_model, name):
-    verdicts = run(tiny_model(name), PROMPTS)
-    failed = [str(v) for v in verdicts if v.status == "fail"]
-    assert not failed, "\n".join(failed)
-    assert {v.name for v in verdicts if v.status == "skip"} == SKIPS.get(name, set())
+    assert_conforms(tiny_model(name), PROMPTS, SKIPS.get(name, set()))
 
 
 def _read(model, layer, *names, prompts=PROMPTS):

@@ -38,3 +38,21 @@ def run(model: Any, case: Any = None, only: list[str] | None = None) -> list[Any
 
     case = PROMPTS if case is None else case
     return [verdict(name, model, case) for name in CHECKS if only is None or name in only]
+
+
+def assert_conforms(model: Any, case: Any = None, skips: Any = ()) -> list[Any]:
+    """Assert that every check passes on ``model``, but those in ``skips``, which must skip.
+
+    ``skips`` names the checks a family's unavailable values make skip, or maps
+    each to a fragment its reason must contain. Returns the verdicts. This is
+    the assertion a family's own test file makes.
+    """
+    verdicts = run(model, case)
+    failed = [str(verdict) for verdict in verdicts if verdict.status == "fail"]
+    assert not failed, "\n".join(failed)
+    skipped = {verdict.name: verdict.detail for verdict in verdicts if verdict.status == "skip"}
+    expected = skips if isinstance(skips, dict) else dict.fromkeys(skips, "")
+    assert skipped.keys() == expected.keys(), f"skipped {sorted(skipped)}, expected {sorted(expected)}"
+    for name, fragment in expected.items():
+        assert fragment in skipped[name], f"{name} skipped for {skipped[name]!r}, expected a reason with {fragment!r}"
+    return verdicts
