@@ -6,6 +6,7 @@ this namespace is what a family author builds with.
 
 from . import layouts as layouts
 from .components import INTERFACE as INTERFACE
+from .components import INTERIOR as INTERIOR
 from .components import Attention as Attention
 from .components import GatedAttention as GatedAttention
 from .components import Layer as Layer
@@ -17,6 +18,7 @@ from .components import PostNormMlp as PostNormMlp
 from .components import SandwichLayer as SandwichLayer
 from .components import Standard as Standard
 from .components import blocks_support as blocks_support
+from .components import each_interior as each_interior
 from .components import first_tensor as first_tensor
 from .components import interface_reason as interface_reason
 from .components import needs_eager as needs_eager

@@ -1,6 +1,6 @@
 """The base components a family's envoys subclass."""
 
-from .attention import INTERFACE, Attention, GatedAttention, interface_reason, needs_eager, seq_first
+from .attention import INTERFACE, INTERIOR, Attention, GatedAttention, each_interior, interface_reason, needs_eager, seq_first
 from .layer import Layer
 from .mlp import Mlp
 from .sandwich import PostNormAttention, PostNormMlp, SandwichLayer
@@ -9,6 +9,7 @@ from .standard import Standard, blocks_support, first_tensor, rewrap
 
 __all__ = [
     "INTERFACE",
+    "INTERIOR",
     "Attention",
     "GatedAttention",
     "Layer",
@@ -20,6 +21,7 @@ __all__ = [
     "SandwichLayer",
     "Standard",
     "blocks_support",
+    "each_interior",
     "first_tensor",
     "interface_reason",
     "needs_eager",

@@ -35,6 +35,37 @@ def interface_reason(envoy: Any) -> str | None:
     return envoy.off_interface()
 
 
+#: the values read inside the attention (every one but its contribution), in forward order
+INTERIOR = (
+    "attention_queries",
+    "attention_keys",
+    "attention_values",
+    "attention_scores",
+    "attention_probabilities",
+    "attention_head_outputs",
+)
+
+
+def each_interior(change: Any) -> Any:
+    """A class decorator: every interior value of the attention class, as ``change(inherited value)`` makes it.
+
+    For a family that moves all of them alike (reads them one module down,
+    makes them all depend on a config switch) instead of six near-identical lines::
+
+        @each_interior(lambda value: value.at(f"self.{value.key}"))
+        class BertAttention(Attention): ...
+    """
+
+    def decorate(cls: type) -> type:
+        for name in INTERIOR:
+            value = change(getattr(cls.__mro__[1], name))
+            setattr(cls, name, value)
+            value.__set_name__(cls, name)
+        return cls
+
+    return decorate
+
+
 def seq_first(value: Tensor) -> Tensor:
     """``[batch, heads, seq, head_dim]`` <-> ``[batch, seq, heads, head_dim]``, as a view; its own inverse."""
     return value.transpose(1, 2)

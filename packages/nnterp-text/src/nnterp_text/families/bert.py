@@ -22,7 +22,7 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, Mlp, PostNormLayer, unavailable
+from nnterp import Attention, Mlp, PostNormLayer, each_interior, unavailable
 from nnterp.families import default
 
 from .openai_gpt import POST_LN
@@ -71,6 +71,7 @@ class BertLayer(PostNormLayer):
     """A post-LN block returning its stream bare; the MLP reads the mid stream, the attention's normalized output."""
 
 
+@each_interior(_in_self)
 class BertAttention(Attention):
     attention_output = unavailable(
         POST_LN.format(
@@ -81,12 +82,6 @@ class BertAttention(Attention):
             native="self_attn.o_proj.output",
         )
     )
-    attention_queries = _in_self(Attention.attention_queries)
-    attention_keys = _in_self(Attention.attention_keys)
-    attention_values = _in_self(Attention.attention_values)
-    attention_scores = _in_self(Attention.attention_scores)
-    attention_probabilities = _in_self(Attention.attention_probabilities)
-    attention_head_outputs = _in_self(Attention.attention_head_outputs)
 
 
 class BertMlp(Mlp):

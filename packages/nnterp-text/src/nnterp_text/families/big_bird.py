@@ -14,6 +14,8 @@ unavailable, with that reason. The tiny checkpoint sets
 
 from typing import Any
 
+from nnterp import each_interior
+
 from .post_ln_own_attention import *  # noqa: F403
 from .post_ln_own_attention import ENVOYS as OWN_ENVOYS
 from .post_ln_own_attention import OwnArithmeticBertAttention, rename
@@ -38,13 +40,9 @@ def _full_only(value: Any) -> Any:
     return value.at(unavailable=_block_sparse)
 
 
+@each_interior(_full_only)
 class BigBirdAttention(OwnArithmeticBertAttention):
-    attention_queries = _full_only(OwnArithmeticBertAttention.attention_queries)
-    attention_keys = _full_only(OwnArithmeticBertAttention.attention_keys)
-    attention_values = _full_only(OwnArithmeticBertAttention.attention_values)
-    attention_scores = _full_only(OwnArithmeticBertAttention.attention_scores)
-    attention_probabilities = _full_only(OwnArithmeticBertAttention.attention_probabilities)
-    attention_head_outputs = _full_only(OwnArithmeticBertAttention.attention_head_outputs)
+    """BigBird's attention: the interior of the full-attention path, unavailable under block-sparse attention."""
 
 
 ENVOYS = {**OWN_ENVOYS, "layers.*.self_attn": BigBirdAttention}
