@@ -35,5 +35,22 @@ KINDS = {
     ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
 }
 
+#: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
+STRUCTURE = {
+    "beam": "not mapped yet: sandwich norms with a depth-scaled residual add; its tiny config does not build with the shared sizes",
+    "blt": (
+        "three stacks: the global transformer runs over patches, not tokens, and the byte decoder has "
+        "cross-attention between its layers, so no one block list carries the token stream"
+    ),
+    "hrm_text": (
+        "a hierarchical recurrent model: each block runs several times per forward (H_cycles x L_cycles), "
+        "so a value read on a block is one of several calls, and the logits come from the last"
+    ),
+    "longcat_flash": (
+        "each layer holds two attention and MLP sub-blocks and a shortcut mixture added at its end, "
+        "so no one attention or MLP contribution is the layer's"
+    ),
+}
+
 #: the reason for each type this table knows
-REASONS = {model_type: reason for reason, types in KINDS.items() for model_type in types}
+REASONS = {**{model_type: reason for reason, types in KINDS.items() for model_type in types}, **STRUCTURE}
