@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from nnterp import PARALLEL
+from nnterp import INTERIOR, PARALLEL
 from nnterp_conformance.checks import verdict
 from nnterp_conformance.runner import run
 
@@ -10,14 +10,6 @@ PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 #: falcon: rotary, multi-query, parallel (7B); falcon-alibi: ALiBi, sequential (RW);
 #: falcon-new-decoder: grouped keys, ln_attn and ln_mlp (40B)
 CHECKPOINTS = ["bloom", "mpt", "falcon", "falcon-alibi", "falcon-new-decoder"]
-INTERIOR = (
-    "attention_queries",
-    "attention_keys",
-    "attention_values",
-    "attention_scores",
-    "attention_probabilities",
-    "attention_head_outputs",
-)
 
 
 def logits(model, edit=None, prompts=PROMPTS):
