@@ -21,7 +21,9 @@ SEED = 0
 #: initialized to ones or a multiplier initialized to one cannot hide a value read off by it; a frozen
 #: one (RoFormer's sinusoidal table) keeps the value the model defines it to have
 NOISE = 0.05
-NOISED = "trainable parameters"
+#: a router's selection bias is a buffer its training updates: left at zero it would never move a choice
+SELECTION_BIASES = ("e_score_correction_bias", "expert_bias")
+NOISED = "trainable parameters and " + ", ".join(SELECTION_BIASES)
 #: the text the byte-level BPE tokenizer is trained on: fixed, so it trains the same every time
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. Hello world, hello there! "
@@ -92,7 +94,7 @@ def tiny_checkpoint(name: str) -> Path:
 
 
 def write_checkpoint(tiny: Any, directory: Path) -> None:
-    """Write ``tiny``'s model (its own init from ``SEED``, then ``NOISE`` on every parameter) and a tokenizer into ``directory``."""
+    """Write ``tiny``'s model (its own init from ``SEED``, then ``NOISE`` on every parameter and selection bias) and a tokenizer into ``directory``."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -107,6 +109,9 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
             for parameter in model.parameters():
                 if parameter.is_floating_point() and parameter.requires_grad:
                     parameter.add_(torch.randn_like(parameter) * NOISE)
+            for name, buffer in model.named_buffers():
+                if name.endswith(SELECTION_BIASES) and buffer.is_floating_point():
+                    buffer.add_(torch.randn_like(buffer) * NOISE)
     model.eval()
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)

@@ -33,11 +33,12 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Any:
 
 
 def run(model: Any, case: Any = None, only: list[str] | None = None) -> list[Any]:
-    """Every registered check's verdict on ``model`` (or those named in ``only``), in order, on a case or prompts."""
+    """The verdict of every registered check that applies to ``model`` (or those named in ``only``), in order."""
     from .checks import CHECKS, verdict
 
     case = PROMPTS if case is None else case
-    return [verdict(name, model, case) for name in CHECKS if only is None or name in only]
+    chosen = [name for name, found in CHECKS.items() if found.applies_to(model) and (only is None or name in only)]
+    return [verdict(name, model, case) for name in chosen]
 
 
 def assert_conforms(model: Any, case: Any = None, skips: Any = ()) -> list[Any]:

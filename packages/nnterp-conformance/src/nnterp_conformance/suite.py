@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from .checks import verdict
+from .checks import CHECKS, verdict
 from .runner import PROMPTS
 from .strategies import cases
 
@@ -29,6 +29,8 @@ class BaseConformance:
     """One test per (checkpoint, check): the check's verdict on fixed prompts, then on drawn cases."""
 
     def test_check(self, nnterp_model: Any, nnterp_checkpoint: str, nnterp_check: str, nnterp_profile: settings) -> None:
+        if not CHECKS[nnterp_check].applies_to(nnterp_model):
+            pytest.skip(f"{nnterp_check} does not apply to {nnterp_checkpoint} (a {CHECKS[nnterp_check].kind} check)")
         first = verdict(nnterp_check, nnterp_model, PROMPTS)
         if first.status == "skip":
             pytest.skip(first.detail)

@@ -11,6 +11,7 @@ from .components import Attention as Attention
 from .components import GatedAttention as GatedAttention
 from .components import Layer as Layer
 from .components import Mlp as Mlp
+from .components import Moe as Moe
 from .components import ParallelLayer as ParallelLayer
 from .components import PostNormAttention as PostNormAttention
 from .components import PostNormLayer as PostNormLayer
@@ -21,7 +22,10 @@ from .components import blocks_support as blocks_support
 from .components import each_interior as each_interior
 from .components import first_tensor as first_tensor
 from .components import interface_reason as interface_reason
+from .components import mixture_reason as mixture_reason
 from .components import needs_eager as needs_eager
+from .components import needs_grouped_experts as needs_grouped_experts
+from .components import no_shared_expert as no_shared_expert
 from .components import rewrap as rewrap
 from .components import seq_first as seq_first
 from .descriptors import DerivedEProperty as DerivedEProperty
@@ -32,6 +36,9 @@ from .errors import FamilyMismatch as FamilyMismatch
 from .errors import FamilyNotFound as FamilyNotFound
 from .errors import SourceNotAvailable as SourceNotAvailable
 from .errors import Unavailable as Unavailable
+from .layouts import ExpertIndices as ExpertIndices
+from .layouts import ExpertOutputs as ExpertOutputs
+from .layouts import ExpertWeights as ExpertWeights
 from .layouts import HeadOutputs as HeadOutputs
 from .layouts import Keys as Keys
 from .layouts import Logits as Logits
@@ -39,6 +46,7 @@ from .layouts import Neurons as Neurons
 from .layouts import Pattern as Pattern
 from .layouts import Queries as Queries
 from .layouts import Residual as Residual
+from .layouts import RouterLogits as RouterLogits
 from .layouts import Values as Values
 from .layouts import axis_size as axis_size
 from .reasons import NOT_ON_INTERFACE as NOT_ON_INTERFACE

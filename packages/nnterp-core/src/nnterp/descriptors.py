@@ -90,7 +90,7 @@ class EProperty(eproperty):
             "assign_in_place": self.assign_in_place,
             **changes,
         }
-        moved = EProperty(**settings)
+        moved = (type(self) if type(self) in (EProperty, TokenEProperty) else EProperty)(**settings)
         moved.name, moved.__doc__ = self.name, self.__doc__
         moved._preprocess, moved._postprocess, moved._transform = self._preprocess, self._postprocess, self._transform
         return moved
@@ -355,6 +355,10 @@ class DerivedEProperty(EProperty):
 class TokenEProperty(EProperty):
     """An EProperty whose tensor the model holds flat over tokens, ``[batch * seq, ...]``: served as ``[batch, seq, ...]``.
 
+    A module that holds it already laid out (one axis more, as the layout
+    says) is served as a plain EProperty would, so one declaration covers
+    families that flatten and families that do not.
+
     The preprocess, postprocess and transform see the model's own flat tensor;
     the user sees and writes this invoke's rows. A read is a view of them, so
     an in-place edit lands on the model's tensor; an assignment is spliced
@@ -373,8 +377,15 @@ class TokenEProperty(EProperty):
         start, size = mediator.batch_group or (0, total)
         return total, start, size
 
+    def _laid_out(self, tensor: Any) -> bool:
+        # A family whose module already holds [batch, seq, ...] here: nnsight serves its rows as is.
+        dims = self.dims
+        return dims is not None and tensor.ndim == len(dims)
+
     def _read(self, obj: Any) -> Any:
         flat = super()._read(obj)
+        if self._laid_out(flat):
+            return flat
         if getattr(flat, "_nnsight_batch", False):
             # one token a row (a decode step): nnsight has already served this invoke's rows
             return flat.unsqueeze(1)
@@ -387,6 +398,9 @@ class TokenEProperty(EProperty):
         location, last = self._locate(obj)
         served = self._serve(obj, Mediator.value(location), last)
         flat = self._preprocess(obj, served) if self._preprocess is not None else served
+        if self._laid_out(flat):
+            EProperty.__set__(self, obj, value)
+            return
         total, start, size = self._rows(location, flat)
         whole = flat.clone().view(total, flat.shape[0] // total, *flat.shape[1:])
         whole[start : start + size] = value

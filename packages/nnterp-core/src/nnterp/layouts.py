@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxtyping import Float
+from jaxtyping import Float, Int
 from torch import Tensor
 
 BATCH = "batch"
@@ -25,6 +25,8 @@ HEAD_DIM = "head_dim"
 QK_HEAD_DIM = "qk_head_dim"
 INTERMEDIATE = "intermediate_size"
 VOCAB = "vocab_size"
+EXPERTS = "num_experts"
+TOP_K = "top_k"
 
 #: the residual stream and the contributions added to it
 Residual = Float[Tensor, f"{BATCH} {SEQ} {HIDDEN}"]
@@ -38,6 +40,13 @@ Values = Float[Tensor, f"{BATCH} {KV_HEADS} {SEQ} {HEAD_DIM}"]
 HeadOutputs = Float[Tensor, f"{BATCH} {SEQ} {HEADS} {HEAD_DIM}"]
 Neurons = Float[Tensor, f"{BATCH} {SEQ} {INTERMEDIATE}"]
 Logits = Float[Tensor, f"{BATCH} {SEQ} {VOCAB}"]
+#: a router's logits, one per routed expert
+RouterLogits = Float[Tensor, f"{BATCH} {SEQ} {EXPERTS}"]
+#: one per routing slot: the weight a slot's expert output is multiplied by, and which expert it is
+ExpertWeights = Float[Tensor, f"{BATCH} {SEQ} {TOP_K}"]
+ExpertIndices = Int[Tensor, f"{BATCH} {SEQ} {TOP_K}"]
+#: each slot's weighted expert output, before the slots are summed
+ExpertOutputs = Float[Tensor, f"{BATCH} {SEQ} {TOP_K} {HIDDEN}"]
 
 #: alias name by layout, for the repr line of a value
 NAMES: dict[int, str] = {

@@ -19,6 +19,8 @@ GRANITE_SCALES = {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_
 MLA = {"num_key_value_heads": 4, "qk_nope_head_dim": 16}
 #: grouped routing over the tiny model's four experts
 ROUTE = {"n_group": 1, "topk_group": 1}
+#: grouped routing that bites: eight experts in four groups, two groups kept, two experts a token
+GROUPED_ROUTE = {"n_routed_experts": 8, "n_group": 4, "topk_group": 2, "num_experts_per_tok": 2}
 #: a dense first block and two mixtures, so both kinds of block are checked
 SPARSE = {"mlp_layer_types": ["dense", "sparse", "sparse"]}
 #: the sparse-attention indexer's sizes (index_topk stays at its default: a small one breaks ties differently under padding)
@@ -97,6 +99,8 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "laguna": TinyConfig("laguna", {"num_hidden_layers": 3, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"], "sliding_window": 4, "num_attention_heads_per_layer": [4, 8, 4]}),
     "deepseek_v2": TinyConfig("deepseek_v2", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_experts_per_tok": 2}),
     "deepseek_v3": TinyConfig("deepseek_v3", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
+    # grouped routing: eight experts in four groups, the best two groups kept, two experts chosen
+    "deepseek_v3-grouped": TinyConfig("deepseek_v3", {**MLA, **GROUPED_ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
     "deepseek_v32": TinyConfig("deepseek_v32", {**MLA, **ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
     "glm4_moe_lite": TinyConfig("glm4_moe_lite", {**MLA, **SPARSE, "num_hidden_layers": 3}),
     # every indexer full: skipping a full one leaves a shared one after it without indices, and the model errors

@@ -80,6 +80,11 @@ class Check:
     run: Callable[..., str]
     kind: str
     description: str
+    applies: Callable[[Any], bool] | None = None
+
+    def applies_to(self, model: Any) -> bool:
+        """Whether the check is about something ``model`` has (every check but a component's own, such as a mixture's)."""
+        return self.applies is None or self.applies(model)
 
 
 @dataclass
@@ -98,12 +103,16 @@ class Verdict:
 CHECKS: dict[str, Check] = {}
 
 
-def check(kind: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
-    """Register a check function under its name; its docstring's first line is its description."""
+def check(kind: str, applies: Callable[[Any], bool] | None = None) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    """Register a check function under its name; its docstring's first line is its description.
+
+    ``applies(model)`` limits it to the models that have what it is about: on
+    the others it is not run, nor reported, rather than skipped.
+    """
 
     def register(function: Callable[..., str]) -> Callable[..., str]:
         description = (function.__doc__ or function.__name__).strip().splitlines()[0]
-        CHECKS[function.__name__] = Check(function.__name__, function, kind, description)
+        CHECKS[function.__name__] = Check(function.__name__, function, kind, description, applies)
         return function
 
     return register

@@ -3,6 +3,7 @@
 from .attention import INTERFACE, INTERIOR, Attention, GatedAttention, each_interior, interface_reason, needs_eager, seq_first
 from .layer import Layer
 from .mlp import Mlp
+from .moe import Moe, mixture_reason, needs_grouped_experts, no_shared_expert
 from .sandwich import PostNormAttention, PostNormMlp, SandwichLayer
 from .variants import ParallelLayer, PostNormLayer
 from .standard import Standard, blocks_support, first_tensor, rewrap
@@ -14,6 +15,7 @@ __all__ = [
     "GatedAttention",
     "Layer",
     "Mlp",
+    "Moe",
     "ParallelLayer",
     "PostNormAttention",
     "PostNormLayer",
@@ -24,7 +26,10 @@ __all__ = [
     "each_interior",
     "first_tensor",
     "interface_reason",
+    "mixture_reason",
     "needs_eager",
+    "needs_grouped_experts",
+    "no_shared_expert",
     "rewrap",
     "seq_first",
 ]
