@@ -28,8 +28,9 @@ SKIPS = {
     "dots3_note_text": set(),
     "laguna": set(),
     "bitnet": {"neurons_make_contribution"},  # a norm between act(gate) * up and down_proj
-    "dbrx": MOE,
-    "zaya": MOE | NO_CONTRIBUTION,  # the residual is rescaled by each sublayer's add
+    "dbrx": MOE | {"rerouted_slot_runs_the_new_expert"},  # the experts' own loop never holds the slots' outputs
+    # the residual is rescaled by each sublayer's add; one expert per token, so no slot to keep or reroute to
+    "zaya": MOE | NO_CONTRIBUTION | {"zeroed_slot_leaves_the_sum", "rerouted_slot_runs_the_new_expert"},
 }
 
 

@@ -21,7 +21,7 @@ SEED = 0
 #: initialized to ones or a multiplier initialized to one cannot hide a value read off by it; a frozen
 #: one (RoFormer's sinusoidal table) keeps the value the model defines it to have
 NOISE = 0.05
-#: a router's selection bias is a buffer its training updates: left at zero it would never move a choice
+#: a router's selection bias is a buffer (or frozen parameter) its training updates: left at zero it would never move a choice
 SELECTION_BIASES = ("e_score_correction_bias", "expert_bias")
 NOISED = "trainable parameters and " + ", ".join(SELECTION_BIASES)
 #: the text the byte-level BPE tokenizer is trained on: fixed, so it trains the same every time
@@ -106,8 +106,8 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
         torch.manual_seed(SEED)
         model = AutoModelForCausalLM.from_config(config, **tiny.load)
         with torch.no_grad():
-            for parameter in model.parameters():
-                if parameter.is_floating_point() and parameter.requires_grad:
+            for name, parameter in model.named_parameters():
+                if parameter.is_floating_point() and (parameter.requires_grad or name.endswith(SELECTION_BIASES)):
                     parameter.add_(torch.randn_like(parameter) * NOISE)
             for name, buffer in model.named_buffers():
                 if name.endswith(SELECTION_BIASES) and buffer.is_floating_point():

@@ -11,6 +11,7 @@ out of reach. Nobody edits the files by hand.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -37,6 +38,33 @@ def unavailable_reasons(model: Any) -> dict[str, str]:
     return found
 
 
+#: the routing values of a mixture of experts, as the report names them
+ROUTING = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output", "shared_expert_output", "mixture_output")
+
+
+@functools.cache
+def mixture_types() -> frozenset[str]:
+    """The mapping's model types whose modeling module defines experts (a class named ``...Experts``).
+
+    Read from transformers' own source, so a new mixture family shows up in
+    the report's mixture table without anyone listing it.
+    """
+    import importlib.util
+
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    found = set()
+    for model_type in mapping_types():
+        module = model_type_to_module_name(model_type)
+        spec = importlib.util.find_spec(f"transformers.models.{module}.modeling_{module}")
+        if spec is not None and spec.origin and EXPERTS_CLASS.search(Path(spec.origin).read_text()):
+            found.add(model_type)
+    return frozenset(found)
+
+
+EXPERTS_CLASS = re.compile(r"^class \w+Experts\(", re.M)
+
+
 def record(model: Any, checkpoint: str) -> dict[str, Any]:
     """The report's record for one checkpoint: the kit's verdicts on the fixed prompts and the unavailable values."""
     from .runner import run
@@ -55,6 +83,7 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
         "status": FAIL if failed else PASS,
         "checks": checks,
         "unavailable": unavailable_reasons(model),
+        "mixture": model_type in mixture_types(),
     }
     if failed:
         entry["reason"] = "fails " + ", ".join(failed)
@@ -75,7 +104,15 @@ def out_of_reach(model_type: str) -> dict[str, Any]:
     else:
         package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
         reason = f"served by {package}, which is not installed" if package else REASONS.get(model_type, "no family serves it yet")
-    return {"model_type": model_type, "family": None, "status": OUT_OF_REACH, "checks": {}, "unavailable": {}, "reason": reason}
+    return {
+        "model_type": model_type,
+        "family": None,
+        "status": OUT_OF_REACH,
+        "checks": {},
+        "unavailable": {},
+        "mixture": model_type in mixture_types(),
+        "reason": reason,
+    }
 
 
 def mapping_types() -> list[str]:
@@ -166,9 +203,42 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
             by_reason.setdefault(reason, []).append(f"`{name}`")
         missing = "<br>".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()) or "none"
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |")
+    lines += mixture_section(records, rows)
     lines += ["", "## Out of reach", "", "| model type | why |", "|---|---|"]
     lines += [f"| {entry['model_type']} | {entry['reason']} |" for entry in records if entry["status"] == OUT_OF_REACH]
     return "\n".join(lines) + "\n"
+
+
+def mixture_section(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:
+    """The table of the mixture-of-experts model types: each checkpoint's routing checks and missing routing values."""
+    from .checks import CHECKS
+
+    routing_checks = [name for name, found in CHECKS.items() if found.kind == "moe"]
+    lines = [
+        "",
+        "## Mixtures of experts",
+        "",
+        f"The {len(routing_checks)} routing checks ({', '.join(f'`{name}`' for name in routing_checks)}) on every checkpoint "
+        "of a model type whose transformers module defines experts.",
+        "",
+        "| model type | checkpoint | routing checks passed | routing values unavailable |",
+        "|---|---|---|---|",
+    ]
+    for entry in (entry for entry in rows if entry.get("mixture")):
+        ran = {name: status for name, status in entry["checks"].items() if name in routing_checks}
+        if not ran:
+            lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | routing not served: no block of `{entry['family']}` is a routing `Moe` | |")
+            continue
+        passed = sum(status == PASS for status in ran.values())
+        by_reason: dict[str, list[str]] = {}
+        for name, reason in entry["unavailable"].items():
+            if name.split(".")[-1] in ROUTING:
+                by_reason.setdefault(reason, []).append(f"`{name.split('.')[-1]}`")
+        missing = "<br>".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+        lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {passed}/{len(routing_checks)} | {missing or 'none'} |")
+    for entry in (entry for entry in records if entry.get("mixture") and entry["status"] == OUT_OF_REACH):
+        lines.append(f"| {entry['model_type']} | | out of reach: {entry['reason']} | |")
+    return lines
 
 
 HEADLINE = re.compile(r"<!-- families -->.*?<!-- /families -->", re.S)

@@ -108,6 +108,8 @@ class EProperty(eproperty):
         def read(envoy: Any, served: Any) -> Any:
             value = base(envoy, served) if base is not None else served
             product = value * factor(envoy)
+            if getattr(served, "_nnsight_batch", False):
+                product._nnsight_batch = True  # still this invoke's rows alone, as nnsight served them
             product._nnterp_scaled_from = (value, product.detach().clone())
             return product
 
@@ -400,6 +402,10 @@ class TokenEProperty(EProperty):
         flat = self._preprocess(obj, served) if self._preprocess is not None else served
         if self._laid_out(flat):
             EProperty.__set__(self, obj, value)
+            return
+        if getattr(flat, "_nnsight_batch", False):
+            # one token a row: nnsight serves and splices this invoke's rows itself
+            EProperty.__set__(self, obj, value.reshape(flat.shape))
             return
         total, start, size = self._rows(location, flat)
         whole = flat.clone().view(total, flat.shape[0] // total, *flat.shape[1:])

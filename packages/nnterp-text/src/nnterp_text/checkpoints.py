@@ -63,6 +63,8 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "cohere": TinyConfig("cohere", {"num_hidden_layers": 3, "use_qk_norm": True, **COHERE_SCALE}),
     "cohere2": TinyConfig("cohere2", {"num_hidden_layers": 3, "sliding_window": 4, **COHERE_SCALE}),
     "cohere2_moe": TinyConfig("cohere2_moe", {"num_hidden_layers": 3, "sliding_window": 4, "mlp_layer_types": ["dense", "sparse", "sparse"], "num_shared_experts": 1, **COHERE_SCALE}),
+    # the sigmoid router, its shared expert summed rather than averaged
+    "cohere2_moe-sigmoid": TinyConfig("cohere2_moe", {"num_hidden_layers": 3, "sliding_window": 4, "mlp_layer_types": ["dense", "sparse", "sparse"], "num_shared_experts": 1, **COHERE_SCALE, "expert_selection_fn": "sigmoid", "shared_expert_combination_strategy": "sum"}),
     # the class default rope_parameters={} crashes: rope for the sliding layers, none (NoPE) for the full ones
     "cohere_compass_text": TinyConfig("cohere_compass_text", {"num_hidden_layers": 3, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention", "sliding_attention"], "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}, "full_attention": None}, **COHERE_SCALE}),
     "gpt_neox": TinyConfig("gpt_neox", {"num_hidden_layers": 3}),
@@ -96,10 +98,31 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "hunyuan_v1_dense": TinyConfig("hunyuan_v1_dense", {"num_hidden_layers": 3, "head_dim": 16}),
     "hunyuan_v1_moe": TinyConfig("hunyuan_v1_moe", {"num_hidden_layers": 3, "head_dim": 16, "num_experts": 4, "moe_topk": 2}),
     "bitnet": TinyConfig("bitnet", {"num_hidden_layers": 3}),
+    # softcapped router logits and a routed sum the block scales (the plain tiny has both off)
+    "laguna-scaled": TinyConfig("laguna", {"num_hidden_layers": 3, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"], "sliding_window": 4, "num_attention_heads_per_layer": [4, 8, 4], "moe_routed_scaling_factor": 2.5, "moe_router_logit_softcapping": 0.5}),
     "laguna": TinyConfig("laguna", {"num_hidden_layers": 3, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"], "sliding_window": 4, "num_attention_heads_per_layer": [4, 8, 4]}),
     "deepseek_v2": TinyConfig("deepseek_v2", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_experts_per_tok": 2}),
+    "mixtral": TinyConfig("mixtral"),
+    **{model_type: TinyConfig(model_type) for model_type in ("jetmoe", "llama4", "llama4_text")},
+    **{
+        model_type: TinyConfig(model_type)
+        for model_type in ("qwen3_moe", "mellum", "qwen2_moe", "ernie4_5_moe", "minimax_m2", "minimax_m3_vl_text", "aria_text", "phimoe")
+    },
+    # Llama 4 with a dense first block and two mixtures
+    "llama4_text-dense": TinyConfig("llama4_text", {"num_hidden_layers": 3, "moe_layers": [1, 2]}),
+    # Granite-MoE-Shared without its shared MLP
+    "granitemoeshared-noshared": TinyConfig("granitemoeshared", {**GRANITE_SCALES, "shared_intermediate_size": 0}),
+    # DBRX with an L2 norm of the top-k weights instead of L1
+    "dbrx-l2": TinyConfig("dbrx", {"n_layers": 3, "n_heads": 4, "max_seq_len": 256, "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 10000.0}, "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2, "moe_normalize_expert_weights": 2.0}}),
+    # Gemma-4 with its mixture switched on
+    "gemma4_text-moe": TinyConfig("gemma4_text", {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "sliding_window": 4, "final_logit_softcapping": 3.0, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}),
+    **{model_type: TinyConfig(model_type) for model_type in ("dots1", "glm4_moe", "exaone_moe", "solar_open", "hy_v3")},
+    "olmoe": TinyConfig("olmoe"),
     "deepseek_v3": TinyConfig("deepseek_v3", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
     # grouped routing: eight experts in four groups, the best two groups kept, two experts chosen
+    # group_limited_greedy: the best single score picks the groups; scaled
+    "deepseek_v2-grouped": TinyConfig("deepseek_v2", {**MLA, **GROUPED_ROUTE, "topk_method": "group_limited_greedy", "routed_scaling_factor": 2.5, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
+    "axk2-grouped": TinyConfig("axk2", {**MLA, **GROUPED_ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
     "deepseek_v3-grouped": TinyConfig("deepseek_v3", {**MLA, **GROUPED_ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
     "deepseek_v32": TinyConfig("deepseek_v32", {**MLA, **ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
     "glm4_moe_lite": TinyConfig("glm4_moe_lite", {**MLA, **SPARSE, "num_hidden_layers": 3}),

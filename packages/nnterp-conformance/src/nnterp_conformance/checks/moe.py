@@ -47,16 +47,16 @@ def _by_expert(weights: torch.Tensor, indices: torch.Tensor) -> tuple[torch.Tens
 
 @check("moe", applies=is_mixture)
 def mixture_adds_up(model: Any, case: Case) -> str:
-    """routed_output + shared_expert_output is mlp_output, and expert_outputs summed over the slots is routed_output."""
+    """routed_output + shared_expert_output is mixture_output (mlp_output unless a norm follows), and expert_outputs summed is routed_output."""
     gaps = Gaps()
-    for layer in require(model, "mlp.routed_output", "mlp.mlp_output"):
+    for layer in require(model, "mlp.routed_output", "mlp.mixture_output"):
         routed = _one(model, case, layer, "routed_output")
         total = routed
         if model.layers[layer].mlp.support()["shared_expert_output"] is None:
             total = routed + _one(model, case, layer, "shared_expert_output")
-        output = _one(model, case, layer, "mlp_output")
+        output = _one(model, case, layer, "mixture_output")
         formula = "routed_output + shared_expert_output" if total is not routed else "routed_output (no shared expert)"
-        gaps.add(expect_close(f"layers[{layer}]: {formula} against mlp_output", total, output))
+        gaps.add(expect_close(f"layers[{layer}]: {formula} against mixture_output", total, output))
         if model.layers[layer].mlp.support()["expert_outputs"] is None:
             slots = _one(model, case, layer, "expert_outputs")
             gaps.add(expect_close(f"layers[{layer}]: expert_outputs.sum(2) against routed_output", slots.sum(2), routed))
@@ -67,10 +67,13 @@ def mixture_adds_up(model: Any, case: Case) -> str:
 def routing_follows_scoring(model: Any, case: Case) -> str:
     """The weights and indices the experts receive are what the family's scoring makes of router_logits."""
     gaps = Gaps()
-    for layer in require(model, "mlp.router_logits", "mlp.expert_weights", "mlp.expert_indices"):
+    for layer in require(model, "mlp.router_logits", "mlp.expert_indices"):
         mlp = model.layers[layer].mlp
         logits = _one(model, case, layer, "router_logits")
-        weights, indices = _one(model, case, layer, "expert_weights"), _one(model, case, layer, "expert_indices")
+        indices = _one(model, case, layer, "expert_indices")
+        # a family whose experts take no per-slot weights (Llama 4) is checked on its choices alone
+        weighed = mlp.support()["expert_weights"] is None
+        weights = _one(model, case, layer, "expert_weights") if weighed else torch.zeros(indices.shape)
         batch, seq = input_shape(model, case)
         expected_shapes = {"router_logits": (batch, seq, mlp.num_experts), "expert_indices": (batch, seq, mlp.top_k)}
         for name, value in (("router_logits", logits), ("expert_indices", indices)):
@@ -86,7 +89,10 @@ def routing_follows_scoring(model: Any, case: Case) -> str:
                 f"layers[{layer}]: at [batch, seq] {where} the experts received {indices[where].tolist()}, "
                 f"the {mlp.SCORING} scoring of router_logits chooses {routed_indices[where].tolist()}"
             )
-        gaps.add(expect_close(f"layers[{layer}]: expert_weights against route(router_logits)", weights, routed_weights, dtype=torch.float32))
+        if weighed:
+            gaps.add(expect_close(f"layers[{layer}]: expert_weights against route(router_logits)", weights, routed_weights, dtype=torch.float32))
+        else:
+            gaps.add(0.0)
     return str(gaps)
 
 
@@ -95,7 +101,8 @@ def written_logits_reroute(model: Any, case: Case) -> str:
     """Raising one expert's router_logits makes every token route to it: the router scores what is written."""
     blocks = require(model, "mlp.router_logits", "mlp.expert_indices")
     layer = case.pick(blocks)
-    expert = min(int(case.head * model.layers[layer].mlp.num_experts), model.layers[layer].mlp.num_experts - 1)
+    routable = model.layers[layer].mlp.routable_experts()
+    expert = routable[min(int(case.head * len(routable)), len(routable) - 1)]
 
     def favour(mlp: Any) -> None:
         logits = mlp.router_logits
@@ -178,9 +185,10 @@ def token_rows_stay_apart(model: Any, case: Case) -> str:
     """The token-flat values of a padded row match its prompt alone, and an edit under one invoke leaves the other's rows alone."""
     if len(case.prompts) < 2:
         raise Skip("needs a batch of at least two prompts")
-    blocks = require(model, "mlp.router_logits", "mlp.expert_weights", "mlp.routed_output")
+    blocks = require(model, "mlp.router_logits", "mlp.routed_output")
     layer = case.pick(blocks)
-    names = ("router_logits", "expert_weights", "routed_output")
+    support = model.layers[layer].mlp.support()
+    names = tuple(name for name in ("router_logits", "expert_weights", "routed_output") if support[name] is None)
     gaps = Gaps()
     together = read(model, case, [(layer, f"mlp.{name}") for name in names])
     for row in range(len(case.prompts)):

@@ -83,7 +83,9 @@ class Moe(Mlp):
     - ``expert_weights`` and ``expert_indices``, the experts module's
       arguments at positions ``WEIGHTS`` and ``INDICES``;
     - ``expert_outputs`` inside transformers' grouped_mm / batched_mm experts
-      forward; ``routed_output``, the experts' output.
+      forward; ``routed_output``, the experts' output;
+    - ``mixture_output``, the routed and shared experts' sum: ``mlp_output``
+      unless a norm follows the mixture.
 
     The model holds these flat over tokens (``[batch * seq, ...]``); they are
     served as ``[batch, seq, ...]`` and edits under several invokes stay in
@@ -197,7 +199,22 @@ class Moe(Mlp):
         """
         return value
 
+    @TokenEProperty("output", "What the mixture hands on: its routed and shared experts' sum", mixture_reason, select=0)
+    def mixture_output(self, value: Tensor) -> Residual:
+        """The mixture's sum, ``[batch, seq, hidden_size]``: ``routed_output + shared_expert_output``.
+
+        The module's own output, and so ``mlp_output`` itself, wherever no
+        norm follows the sum; a block that normalizes the mixture before
+        adding it (a post-sublayer norm, inside the module or out) reads
+        ``mlp_output`` after the norm and this before it.
+        """
+        return value
+
     # -- what the router does -----------------------------------------------------------
+
+    def routable_experts(self) -> list[int]:
+        """The experts a raised logit can make the router choose: every one, unless the family holds one back."""
+        return list(range(self.num_experts))
 
     def normalizes(self) -> bool:
         """Whether the chosen weights are renormalized to sum to one."""

@@ -1,7 +1,13 @@
 """AFMoE: Gemma-2's sandwich block, its MLP's norms called ``pre_mlp_layernorm`` and ``post_mlp_layernorm``,
-and each head's output gated before the projection."""
+and each head's output gated before the projection.
 
-from nnterp import GatedAttention, PostNormAttention
+Its sparse blocks (after the first ``num_dense_layers``) are a sigmoid mixture:
+the router's ``gate`` Linear makes the logits, the top-k of the scores plus
+the block's ``expert_bias`` are chosen, weighed by the unbiased scores,
+renormalized and multiplied by ``route_scale``. A shared expert runs beside.
+"""
+
+from nnterp import GatedAttention, Moe, PostNormAttention
 from nnterp.families import default
 
 from .gemma2 import ENVOYS as GEMMA2
@@ -11,6 +17,18 @@ class AfmoeAttention(GatedAttention, PostNormAttention):
     """Gated heads, and the post norm's output as the contribution."""
 
 
-ENVOYS = {**GEMMA2, "layers.*.self_attn": AfmoeAttention}
+class AfmoeMoe(Moe):
+    SCORING = "sigmoid"
+    NORMALIZE = True
+    LOGITS = "router.gate"
+
+    mlp_output = Moe.mlp_output.at("../post_feedforward_layernorm.output", select=None)
+
+    def selection_bias(self):
+        """The block's ``expert_bias``, which it passes to the router."""
+        return self._module.expert_bias
+
+
+ENVOYS = {**GEMMA2, "layers.*.self_attn": AfmoeAttention, "layers.*.mlp": AfmoeMoe}
 
 RENAME = {**default.RENAME, "pre_mlp_layernorm": "pre_feedforward_layernorm", "post_mlp_layernorm": "post_feedforward_layernorm"}

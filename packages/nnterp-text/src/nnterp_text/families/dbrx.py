@@ -1,12 +1,45 @@
-"""DBRX: the default block under DBRX's names, its attention and both norms wrapped in ``norm_attn_norm``.
+"""DBRX: the default block under DBRX's names, its attention and both norms wrapped in ``norm_attn_norm``, its ``ffn`` a mixture of experts.
 
 ``norm_attn_norm`` runs the input norm, the attention, the residual add and the
 MLP's pre-norm, and returns the stream and the normed stream; the aliases reach
 inside it, so the attention's contribution is ``attn``'s own output and the
 stream between the sublayers is what ``norm_2`` is called with.
+
+The mixture's ``router`` is a module around a linear ``layer`` (the logits are
+its output); the scoring is the FFN's own ``route_tokens_to_experts``: softmax,
+top-k, then the chosen weights divided by their p-norm, p being
+``moe_normalize_expert_weights`` (1: renormalized to sum to one; None: kept).
+The experts run their own loop over experts, so each slot's output is never
+held: ``expert_outputs`` says so.
 """
 
-from nnterp import Attention, Layer, Mlp
+from torch import Tensor
+
+from nnterp import Attention, Layer, Moe, unavailable
+
+OWN_LOOP = (
+    "DBRX's experts run their own loop, one call of experts.mlp per expert chosen, so the slots' outputs are "
+    "never held side by side: read experts.mlp's output at each call (that expert's tokens, before their "
+    "weights) instead"
+)
+
+
+class DbrxMoe(Moe):
+    """A softmax mixture whose top-k weights are divided by their p-norm (``moe_normalize_expert_weights``)."""
+
+    LOGITS = "router.layer"
+    expert_outputs = unavailable(OWN_LOOP)
+
+    def normalizes(self) -> bool:
+        return self._module.moe_normalize_expert_weights is not None
+
+    def route(self, router_logits: Tensor) -> tuple[Tensor, Tensor]:
+        weights, indices = router_logits.float().softmax(-1).topk(self.top_k, dim=-1)
+        norm = self._module.moe_normalize_expert_weights
+        if norm is not None:
+            weights = weights / weights.norm(p=norm, dim=-1, keepdim=True)
+        return weights, indices
+
 
 RENAME = {
     "transformer.blocks": "layers",
@@ -22,5 +55,5 @@ RENAME = {
 ENVOYS = {
     "layers.*": Layer,
     "layers.*.norm_attn_norm.attn": Attention,
-    "layers.*.ffn": Mlp,
+    "layers.*.ffn": DbrxMoe,
 }

@@ -9,9 +9,23 @@ includes ``(layer_scalar - 1) * layer_mid``, which no tensor holds, so
 ``mlp_output`` is unavailable; the attention's contribution and the mid stream
 are exact. Head widths differ by layer type (``head_dim`` on sliding layers,
 ``global_head_dim`` on full ones), and each block's sizes are read off its module.
+
+With ``enable_moe_block`` the block also runs a mixture beside the dense MLP:
+its ``router`` and ``experts`` are the block's children, so the dense MLP's
+envoy hosts the routing values (``../router``, ``../experts``). The router
+softmaxes its ``proj`` logits, takes the top-k, renormalizes them and
+multiplies each by its expert's ``per_expert_scale``. The block norms the
+dense and the routed outputs apart (``post_feedforward_layernorm_1`` / ``_2``)
+before adding them, so the dense MLP is no additive shared expert and
+``mixture_output`` is the routed experts' sum, before ``_2``.
 """
 
-from nnterp import PostNormMlp, unavailable
+from typing import Any
+
+from torch import Tensor
+
+from nnterp import Moe, PostNormMlp, unavailable
+from nnterp.components.moe import EXPERTS_FORWARD
 from nnterp_text.families.gemma2 import ENVOYS as GEMMA2
 from nnterp_text.families.gemma2 import RENAME, project_on_vocab  # noqa: F401 - the family's logits
 
@@ -21,10 +35,65 @@ SCALED_STREAM = (
     "per_layer), so what the MLP changes in the stream includes (layer_scalar - 1) * layer_mid, which no "
     "tensor holds; the MLP's own contribution before those steps is post_feedforward_layernorm.output"
 )
+NO_EXPERTS = (
+    "this Gemma-4 block runs no mixture (enable_moe_block off, or a Gemma-4 unified block, which has none): "
+    "its MLP is dense, and the block has no router or experts"
+)
+NORMED_APART = (
+    "Gemma-4's dense MLP runs beside the experts on every token, but the block norms each output apart "
+    "(post_feedforward_layernorm_1 / _2) and norms their sum, so neither adds to the other: read mlp.output "
+    "(the dense MLP's own output) or post_feedforward_layernorm_1.output (as the block adds it) instead"
+)
 
 
-class ScaledStreamMlp(PostNormMlp):
+def needs_grouped_block_experts(envoy: Any) -> str | None:
+    """Why the per-slot outputs are unavailable, or None: the block's experts must run grouped_mm / batched_mm."""
+    reason = envoy.no_mixture()
+    if reason is not None:
+        return reason
+    implementation = envoy.parent.experts._module.config._experts_implementation
+    if implementation in ("grouped_mm", "batched_mm"):
+        return None
+    return (
+        f"this model runs experts_implementation={implementation!r}, whose forward never holds the slots' "
+        "outputs side by side; load with StandardizedTransformer(..., experts_implementation='grouped_mm') to read them"
+    )
+
+
+class ScaledStreamMlp(Moe, PostNormMlp):
+    """The dense MLP, hosting the block's mixture where the checkpoint has one."""
+
     mlp_output = unavailable(SCALED_STREAM)
+
+    LOGITS = "../router.proj"
+    NORMALIZE = True
+    expert_weights = Moe.expert_weights.at("../experts.inputs")
+    expert_indices = Moe.expert_indices.at("../experts.inputs")
+    expert_outputs = Moe.expert_outputs.at(
+        f"../experts.source.{EXPERTS_FORWARD}.source.weighted_out_view_0.output", unavailable=needs_grouped_block_experts
+    )
+    routed_output = Moe.routed_output.at("../experts.output")
+    mixture_output = Moe.mixture_output.at("../experts.output", select=None)
+    shared_expert_output = Moe.shared_expert_output.at(unavailable=lambda envoy: envoy.no_mixture() or NORMED_APART)
+
+    def no_mixture(self) -> str | None:
+        return None if getattr(self.parent._module, "enable_moe_block", False) else NO_EXPERTS
+
+    @property
+    def router(self) -> Any:
+        return self.parent.router
+
+    @property
+    def num_experts(self) -> int:
+        return self.parent.experts._module.num_experts
+
+    @property
+    def top_k(self) -> int:
+        return self.root._module.config.get_text_config().top_k_experts
+
+    def route(self, router_logits: Tensor) -> tuple[Tensor, Tensor]:
+        weights, indices = super().route(router_logits)
+        return weights * self.parent.router._module.per_expert_scale[indices].float(), indices
 
 
 ENVOYS = {**GEMMA2, "layers.*.mlp": ScaledStreamMlp}

@@ -1,10 +1,13 @@
 """GLM-MoE-DSA: the default block on latent attention, returning the stream with the top-k keys its indexer chose,
-which a later layer may reuse; a skipped block hands on the selection it received."""
+which a later layer may reuse; a skipped block hands on the selection it received. Its sparse blocks are
+DeepSeek-V3's mixture."""
 
 from typing import Any, ClassVar
 
 from nnterp import Layer
-from nnterp.families import default
+
+from .deepseek_v3 import ENVOYS as DEEPSEEK_V3
+from .deepseek_v3 import RENAME  # noqa: F401 - the default names, the router as router
 
 
 class CarryingLayer(Layer):
@@ -25,5 +28,4 @@ class CarryingLayer(Layer):
         super(Layer, self).skip((hidden, state))
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*": CarryingLayer}
+ENVOYS = {**DEEPSEEK_V3, "layers.*": CarryingLayer}

@@ -3,13 +3,17 @@
 Its ``head_dim`` is the query/key width and ``v_head_dim`` the value width.
 Its eager function subtracts each row's maximum before the softmax (on sliding
 layers after appending the sink column), so the scores are read where the
-mask has been added, before either.
+mask has been added, before either. Its sparse blocks are DeepSeek-V3's
+mixture without a shared expert.
 """
 
 from typing import Any
 
 from nnterp import Attention, INTERFACE, interface_reason
 from nnterp.families import default
+
+from .deepseek_v3 import RENAME  # noqa: F401 - the default names, the router as router
+from .deepseek_v3 import SigmoidMoe
 
 SINKS = (
     "a sliding layer with attention sinks: the softmax runs over the scores and one sink logit per head, "
@@ -32,5 +36,4 @@ class MiMoAttention(Attention):
         return int(self._module.head_dim)
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": MiMoAttention}
+ENVOYS = {**default.ENVOYS, "layers.*.self_attn": MiMoAttention, "layers.*.mlp": SigmoidMoe}

@@ -4,9 +4,24 @@ Each sublayer is added through ``ResidualScaling``: ``(out + b) * s + (x + b') *
 with learned ``s, s', b, b'``, so the stream is not ``x`` plus something the
 sublayer made, and neither sublayer has a contribution. The block returns
 ``(stream, router state)``; a skipped block hands on the router state it received.
+
+The MLP is a mixture. Its ``router`` (``gate``) runs its own MLP on a
+down-projection of the stream plus the state carried from the block before,
+over ``num_experts + 1`` classes: the last is a skip expert that computes
+nothing. It softmaxes the logits, chooses the top-k of the probabilities plus
+``balancing_biases`` (the skip class biased by -1), and weighs by the
+unbiased probabilities; a slot that chose the skip expert is then handed to
+the experts as expert 0 with weight 0. The routing values are read before that
+masking, so ``expert_indices`` shows the skip expert as index ``num_experts``
+and writing that index skips the slot; ``num_experts`` counts the skip class,
+as ``router_logits`` does. Its bias of -1 outweighs any probability, so on a
+checkpoint whose ``balancing_biases`` are the initial ones, raising the skip
+class's logit does not make a token choose it (``routable_experts`` leaves it out).
 """
 
-from nnterp import Attention, Mlp, unavailable
+from torch import Tensor
+
+from nnterp import Attention, Mlp, Moe, unavailable
 from nnterp.families import default
 
 from nnterp_text.families.glm_moe_dsa import CarryingLayer
@@ -31,5 +46,27 @@ class ZayaMlp(Mlp):
     mlp_output = unavailable(RESCALED.format("the MLP", "mlp.output and post_mlp_residual_scale natively"))
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*": ZayaLayer, "layers.*.self_attn": ZayaAttention, "layers.*.mlp": ZayaMlp}
+class ZayaMoe(Moe):
+    """A softmax mixture with a skip expert, its choice biased by ``balancing_biases``; read before the skip is masked."""
+
+    LOGITS = "router.source.self_router_mlp_0"
+    NORMALIZE = False
+    mlp_output = ZayaMlp.mlp_output
+    expert_indices = Moe.expert_indices.at("router.source.torch_topk_0.output", select=1)
+    expert_weights = Moe.expert_weights.at("router.source.torch_gather_0.output", select=None)
+
+    @property
+    def num_experts(self) -> int:
+        """The router's classes, the width of ``router_logits``: the config's experts and, last, the skip expert."""
+        return self.router._module.num_router_classes
+
+    def selection_bias(self) -> Tensor:
+        return self.router._module.balancing_biases
+
+    def routable_experts(self) -> list[int]:
+        """The real experts: the skip class's bias of -1 outweighs any probability a raised logit can give it."""
+        return list(range(self.num_experts - 1))
+
+
+RENAME = {**default.RENAME, "mlp.gate": "mlp.router"}
+ENVOYS = {**default.ENVOYS, "layers.*": ZayaLayer, "layers.*.self_attn": ZayaAttention, "layers.*.mlp": ZayaMoe}

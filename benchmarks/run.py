@@ -1,0 +1,336 @@
+"""What the standard values cost: nnterp against plain nnsight and plain transformers, measured side by side.
+
+    uv run python benchmarks/run.py                 # print the table
+    uv run python benchmarks/run.py --write         # and write it into benchmarks/README.md
+    uv run python benchmarks/run.py --kit           # also time the kit with one and two workers (minutes)
+
+Every variant of an item runs on the same weights and the same prompts, in one
+process, interleaved (one repetition of each variant in turn), with the torch
+thread count fixed; the table gives medians and each variant's ratio to the
+item's baseline. Nothing is downloaded: the GPT-2-small-sized checkpoint
+(12 layers, width 768, vocabulary 50257, float32, random weights) is written
+locally once, as the kit writes its tiny ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+import nnterp  # noqa: F401 - nnsight before transformers.models
+from nnterp import StandardizedTransformer
+
+HERE = Path(__file__).resolve().parent
+PROMPTS = ["The Eiffel Tower is in Paris, the city of", "Hello world, this is a benchmark of the standard values"]
+MARKERS = ("<!-- results -->", "<!-- /results -->")
+
+
+# -- the checkpoints -------------------------------------------------------------------
+
+
+def gpt2_small() -> Path:
+    """A GPT-2-small-sized checkpoint with random weights, written once under the kit's cache."""
+    from nnterp_conformance.checkpoints import SEED, build_tokenizer, cache_root
+    from transformers import AutoModelForCausalLM, GPT2Config
+
+    target = cache_root() / "bench-gpt2-small"
+    if (target / "config.json").exists():
+        return target
+    torch.manual_seed(SEED)
+    model = AutoModelForCausalLM.from_config(GPT2Config())  # 12 layers, 768 wide, 50257 tokens
+    model.save_pretrained(target)
+    build_tokenizer().save_pretrained(target)
+    return target
+
+
+def tiny_gpt2() -> Path:
+    from nnterp_conformance.checkpoints import tiny_checkpoint
+
+    return tiny_checkpoint("gpt2")
+
+
+# -- timing ----------------------------------------------------------------------------
+
+
+def interleaved(variants: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2) -> dict[str, float]:
+    """Median wall time of each variant in milliseconds, the variants run in turn, starting each round one further."""
+    names = list(variants)
+    for _ in range(warmup):
+        for name in names:
+            variants[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(repeats):
+        for offset in range(len(names)):
+            name = names[(round_ + offset) % len(names)]
+            start = time.perf_counter()
+            variants[name]()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, in MB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# -- the models, loaded three ways -------------------------------------------------------
+
+
+def plain_nnsight(path: Path, **kwargs: Any) -> Any:
+    """nnsight's TransformersModel on a local directory, handed the tokenizer it cannot find on its own under transformers 5.23."""
+    from nnsight.modeling.transformers import TransformersModel
+    from transformers import AutoTokenizer
+
+    return TransformersModel(str(path), task="text-generation", tokenizer=AutoTokenizer.from_pretrained(path), **kwargs)
+
+
+class Loaded:
+    """One checkpoint as nnterp, plain nnsight and plain transformers load it, each run once so weights are real."""
+
+    def __init__(self, path: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.path = path
+        self.nnterp = StandardizedTransformer(path, attn_implementation="eager")
+        self.nnsight = plain_nnsight(path, attn_implementation="eager")
+        self.hf = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer.padding_side = "left"
+        self.inputs = tokenizer(PROMPTS, return_tensors="pt", padding=True)
+        for model in (self.nnterp, self.nnsight):
+            with torch.no_grad(), model.trace(PROMPTS):
+                pass
+        self.layers = len(self.hf.transformer.h)
+        # the op the family reads the pattern at: the same drill for plain nnsight, so both read one location
+        self.pattern_key = type(self.nnterp.layers[0].self_attn).attention_probabilities.key
+
+    # item 2: every block's layer_output
+    def nnterp_layer_outputs(self) -> list:
+        saved: list = []
+        with torch.no_grad(), self.nnterp.trace(PROMPTS):
+            for i in range(self.layers):
+                saved.append(self.nnterp.layers[i].layer_output.save())
+        return saved
+
+    def nnsight_layer_outputs(self) -> list:
+        saved: list = []
+        with torch.no_grad(), self.nnsight.trace(PROMPTS):
+            for i in range(self.layers):
+                saved.append(self.nnsight.transformer.h[i].output.save())
+        return saved
+
+    def hooked_layer_outputs(self) -> list:
+        saved: list = []
+        handles = [block.register_forward_hook(lambda _m, _i, out: saved.append(out)) for block in self.hf.transformer.h]
+        try:
+            with torch.no_grad():
+                self.hf(**self.inputs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return saved
+
+    def plain_forward(self) -> Any:
+        with torch.no_grad():
+            return self.hf(**self.inputs)
+
+    def nnsight_empty_trace(self) -> None:
+        with torch.no_grad(), self.nnsight.trace(PROMPTS):
+            pass
+
+    def nnterp_one_read(self) -> Any:
+        saved: list = []
+        with torch.no_grad(), self.nnterp.trace(PROMPTS):
+            saved.append(self.nnterp.layers[0].layer_output.save())
+        return saved
+
+    def nnsight_one_read(self) -> Any:
+        saved: list = []
+        with torch.no_grad(), self.nnsight.trace(PROMPTS):
+            saved.append(self.nnsight.transformer.h[0].output.save())
+        return saved
+
+    # item 3: every block's attention_probabilities
+    def nnterp_patterns(self) -> list:
+        saved: list = []
+        with torch.no_grad(), self.nnterp.trace(PROMPTS):
+            for i in range(self.layers):
+                saved.append(self.nnterp.layers[i].self_attn.attention_probabilities.save())
+        return saved
+
+    def nnsight_patterns(self) -> list:
+        *ops, last = self.pattern_key.split(".")
+        saved: list = []
+        with torch.no_grad(), self.nnsight.trace(PROMPTS):
+            for i in range(self.layers):
+                node = self.nnsight.transformer.h[i].attn
+                for op in ops:
+                    node = getattr(node, op)
+                saved.append(getattr(node, last).save())
+        return saved
+
+    def hf_patterns(self) -> Any:
+        with torch.no_grad():
+            return self.hf(**self.inputs, output_attentions=True).attentions
+
+
+# -- the items -------------------------------------------------------------------------
+
+
+def construction(path: Path, repeats: int) -> dict[str, float]:
+    from transformers import AutoModelForCausalLM
+
+    return interleaved(
+        {
+            "TransformersModel(path) (nnsight)": lambda: plain_nnsight(path),
+            "StandardizedTransformer(path)": lambda: StandardizedTransformer(path),
+            "from_pretrained(path) (transformers)": lambda: AutoModelForCausalLM.from_pretrained(path),
+        },
+        repeats,
+        warmup=1,
+    )
+
+
+def reads(loaded: Loaded, repeats: int) -> dict[str, dict[str, float]]:
+    return {
+        "every block's layer_output": interleaved(
+            {
+                "native nnsight paths": loaded.nnsight_layer_outputs,
+                "standard names": loaded.nnterp_layer_outputs,
+                "forward hooks (transformers)": loaded.hooked_layer_outputs,
+                "plain forward, nothing read": loaded.plain_forward,
+            },
+            repeats,
+        ),
+        "every block's attention_probabilities": interleaved(
+            {
+                "nnsight source drill": loaded.nnsight_patterns,
+                "standard names": loaded.nnterp_patterns,
+                "output_attentions=True (transformers)": loaded.hf_patterns,
+            },
+            repeats,
+        ),
+        "one layer_output (the fixed cost of a trace)": interleaved(
+            {
+                "native nnsight path": loaded.nnsight_one_read,
+                "standard name": loaded.nnterp_one_read,
+                "empty nnsight trace": loaded.nnsight_empty_trace,
+                "plain forward, nothing read": loaded.plain_forward,
+            },
+            repeats,
+        ),
+    }
+
+
+def memory(loaded: Loaded, traces: int) -> dict[str, float]:
+    """Resident memory after a few traces and after ``traces`` of them, each reading every block's layer_output."""
+    for _ in range(10):
+        loaded.nnterp_layer_outputs()
+    gc.collect()
+    early = rss_mb()
+    for _ in range(traces - 10):
+        loaded.nnterp_layer_outputs()
+    gc.collect()
+    late = rss_mb()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"RSS after 10 traces (MB)": early, f"RSS after {traces} traces (MB)": late, "growth (MB)": late - early, "peak RSS (MB)": peak}
+
+
+def kit(workers: tuple[int, ...] = (1, 2)) -> dict[str, float]:
+    """Wall time of the kit (every check on every tiny checkpoint) under pytest with one and with two workers, in seconds."""
+    found = {}
+    root = HERE.parent
+    for count in workers:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "packages/nnterp-conformance/tests/test_kit.py", "-q", "-n", str(count), "-p", "no:cacheprovider"],
+            cwd=root,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        found[f"{count} worker{'s' if count > 1 else ''}"] = time.perf_counter() - start
+    return found
+
+
+# -- the table -------------------------------------------------------------------------
+
+
+def rows_of(title: str, medians: dict[str, float], unit: str = "ms") -> list[str]:
+    baseline = next(iter(medians.values()))
+    lines = [f"| **{title}** | | |"]
+    for name, value in medians.items():
+        lines.append(f"| {name} | {value:.2f} {unit} | {value / baseline:.3f} |")
+    return lines
+
+
+def machine() -> str:
+    import nnsight
+    import transformers
+
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}; "
+        f"Python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"nnsight {nnsight.__version__}, nnterp {nnterp.__version__}; measured {datetime.date.today().isoformat()}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--repeats", type=int, default=15, help="timed repetitions of each variant (default 15)")
+    parser.add_argument("--traces", type=int, default=200, help="traces for the memory item (default 200)")
+    parser.add_argument("--kit", action="store_true", help="also time the kit with one and two workers")
+    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/README.md")
+    arguments = parser.parse_args(argv)
+    torch.set_num_threads(arguments.threads)
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+    lines = [f"Machine: {machine()}.", "", "| item / variant | median | ratio to the item's first row |", "|---|---|---|"]
+    for label, path in (("GPT-2 small size", gpt2_small()), ("tiny GPT-2", tiny_gpt2())):
+        print(f"== {label}", flush=True)
+        lines += rows_of(f"{label}: construction", construction(path, max(3, arguments.repeats // 3)))
+        loaded = Loaded(path)
+        for title, medians in reads(loaded, arguments.repeats).items():
+            lines += rows_of(f"{label}: {title}", medians)
+        usage = memory(loaded, arguments.traces)
+        lines.append(f"| **{label}: memory over {arguments.traces} traces** | | |")
+        lines += [f"| {name} | {value:.1f} | |" for name, value in usage.items()]
+        del loaded
+        gc.collect()
+    if arguments.kit:
+        print("== the kit", flush=True)
+        lines += rows_of("the kit over every tiny checkpoint", kit(), unit="s")
+    lines.append(
+        "| **caching queries, keys, values, patterns, head outputs and contributions for 8 prompts** | | |"
+    )
+    lines.append("| nnterp's cache against transformer-lens' run_with_cache | not measured yet | |")
+    table = "\n".join(lines)
+    print(table)
+    if arguments.write:
+        readme = HERE / "README.md"
+        text = readme.read_text()
+        start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
+        readme.write_text(text[:start] + "\n" + table + "\n" + text[end:])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""Cohere2-MoE: Cohere's parallel block, its sparse MLPs a mixture that scores the top-k logits by ``expert_selection_fn``.
+
+The router takes the top-k of the raw logits, then softmaxes them, or
+sigmoids them and renormalizes when ``norm_topk_prob`` says so. Under
+``shared_expert_combination_strategy="average"`` the block halves the sum of
+the routed and shared outputs, so ``routed_output``, ``expert_outputs`` and
+``shared_expert_output`` are served halved: they add up to ``mlp_output``;
+a write is doubled back. Blocks whose ``mlp_layer_types`` entry is "dense"
+have no mixture.
+"""
+
+from nnterp import Moe
+
+from .cohere import ENVOYS as COHERE
+from .cohere import RENAME as COHERE_NAMES
+from .cohere import project_on_vocab  # noqa: F401 - the family's logits
+
+RENAME = {**COHERE_NAMES, "mlp.gate": "mlp.router"}
+
+
+def combination(envoy) -> float:
+    """What the block multiplies routed plus shared by: 1/2 when it averages them, else 1."""
+    module = envoy._module
+    averages = getattr(module, "num_shared_experts", 0) > 0 and module.shared_expert_combination_strategy == "average"
+    return 0.5 if averages else 1.0
+
+
+class CohereMoe(Moe):
+    TOPK_FIRST = True
+    routed_output = Moe.routed_output.scaled(combination)
+    expert_outputs = Moe.expert_outputs.scaled(combination)
+    shared_expert_output = Moe.shared_expert_output.scaled(combination)
+
+    @property
+    def SCORING(self) -> str:  # noqa: N802 - Moe's knob, read off the router
+        """The router's ``expert_selection_fn``: "softmax" or "sigmoid"."""
+        return self.router._module.expert_selection_fn
+
+    def normalizes(self) -> bool:
+        """Only the sigmoid scores are renormalized (``norm_topk_prob``); a softmax of the top-k sums to one already."""
+        return self.SCORING == "sigmoid" and super().normalizes()
+
+
+ENVOYS = {**COHERE, "layers.*.mlp": CohereMoe}

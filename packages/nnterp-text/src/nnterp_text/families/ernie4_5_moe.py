@@ -1,0 +1,29 @@
+"""ERNIE-4.5-MoE: OLMoE's mixture, choosing by the softmax plus ``moe_statics``' bias, renormalizing by a clamped sum.
+
+The router picks the top-k of ``softmax(logits) + e_score_correction_bias``
+(held by its ``moe_statics`` child), weighs them by the unbiased
+probabilities and divides by their sum clamped below at ``moe_norm_min``.
+``shared_experts`` runs beside the routed ones; blocks outside
+``moe_layer_start_index .. moe_layer_end_index`` are dense.
+"""
+
+from torch import Tensor
+
+from nnterp import Moe
+
+from .olmoe import ENVOYS as OLMOE
+from .olmoe import RENAME  # noqa: F401 - the same names
+
+
+class ErnieMoe(Moe):
+    NORMALIZE = False
+
+    def selection_bias(self) -> Tensor:
+        return self.router.moe_statics._module.e_score_correction_bias.squeeze(0)
+
+    def route(self, router_logits: Tensor) -> tuple[Tensor, Tensor]:
+        weights, indices = super().route(router_logits)
+        return weights / weights.sum(-1, keepdim=True).clamp(min=self.router._module.norm_min), indices
+
+
+ENVOYS = {**OLMOE, "layers.*.mlp": ErnieMoe}

@@ -1,0 +1,71 @@
+"""Llama 4: the default block, its MLP (``feed_forward``) a mixture whose experts run on every token, their inputs pre-scaled.
+
+The ``router`` is a linear layer whose forward takes the top-k of its
+logits, scatters them into a dense ``[tokens, num_experts]`` tensor (minus
+infinity elsewhere) and applies a sigmoid: ``router_scores``, zero off the
+chosen experts. Every expert then runs on every token, its *input* multiplied
+by that score, and the outputs are summed over experts; the shared expert's
+output is added to that sum in place. So:
+
+- ``router_logits`` is the linear's output (``super().forward``): the top-k
+  and the scores follow what is written;
+- ``expert_indices`` is the top-k's indices: a written index moves that
+  slot's top logit, so its score, onto the new expert;
+- ``expert_weights`` and ``expert_outputs`` do not exist: a score multiplies
+  the expert's input, not its output, and the outputs are held per expert
+  over all tokens, not per slot;
+- ``routed_output`` is the sum over experts, ``shared_expert_output`` the
+  shared expert's output (the block adds the sum into that very tensor: clone
+  it to keep it).
+
+The mixture returns ``(out, router_logits)`` with ``out`` flat over tokens,
+so ``mlp_output`` is served as ``[batch, seq, hidden]`` like the routing values.
+"""
+
+from torch import Tensor
+
+from nnterp import Moe, TokenEProperty
+from nnterp.families import default
+from nnterp.layouts import Residual
+
+INPUT_SCALED = (
+    "Llama 4 multiplies each expert's input by its sigmoid score, not its output, and holds the scores "
+    "dense over all experts: read or write mlp.router.output[0] ([tokens, num_experts], zero off the "
+    "chosen experts) instead"
+)
+PER_EXPERT = (
+    "Llama 4 runs every expert on every token (its input scaled by its score), so outputs are held per "
+    "expert, not per slot: read mlp.experts.output viewed as [num_experts, tokens, hidden_size] "
+    "(zero for the experts a token did not choose) instead"
+)
+
+
+def _mixed(reason: str):
+    """``reason`` on a mixture block, the dense reason on a dense one."""
+    return lambda envoy: envoy.no_mixture() or reason
+
+
+class Llama4Moe(Moe):
+    """A top-k-first sigmoid mixture whose scores scale the experts' inputs; its output flat over tokens."""
+
+    #: the experts' sum is an operation of this forward, read after the router runs: instrument it when built
+    sourced = True
+
+    LOGITS = "router.source.forward_0"
+    SCORING = "sigmoid"
+    TOPK_FIRST = True
+    NORMALIZE = False
+
+    @TokenEProperty("output", "What the MLP adds to the residual stream", select=0)
+    def mlp_output(self, value: Tensor) -> Residual:
+        """The MLP's contribution to the residual stream, ``[batch, seq, hidden_size]``. In-place edits and assignment reach the model."""
+        return value
+
+    expert_indices = Moe.expert_indices.at("router.source.torch_topk_0.output", select=1)
+    expert_weights = Moe.expert_weights.at(unavailable=_mixed(INPUT_SCALED))
+    expert_outputs = Moe.expert_outputs.at(unavailable=_mixed(PER_EXPERT))
+    routed_output = Moe.routed_output.at("source.sum_0.output")
+
+
+RENAME = {**default.RENAME, "feed_forward": "mlp", "shared_expert": "shared_experts", "activation_fn": "act_fn"}
+ENVOYS = {**default.ENVOYS, "layers.*.mlp": Llama4Moe}
