@@ -122,6 +122,15 @@ def written_logits_reroute(model: Any, case: Case) -> str:
     return f"layers[{layer}]: expert {expert} now chosen by every token ({changed} rerouted)"
 
 
+def _block_with_slots(model: Any, case: Case, names: tuple[str, ...], why: str) -> tuple[int, int]:
+    """The case's block among those with ``names``, and its top_k; ``Skip`` when a token has one slot only."""
+    layer = case.pick(require(model, *names))
+    top_k = model.layers[layer].mlp.top_k
+    if top_k < 2:
+        raise Skip(f"one expert per token: {why}")
+    return layer, top_k
+
+
 def _zero_slots(slots: list[int]) -> Any:
     def edit(mlp: Any) -> None:
         weights = mlp.expert_weights.clone()
@@ -134,11 +143,7 @@ def _zero_slots(slots: list[int]) -> Any:
 @check("moe", applies=is_mixture)
 def zeroed_slot_leaves_the_sum(model: Any, case: Case) -> str:
     """Zeroing one slot's weight removes exactly that slot's output: the edited and the complementary runs sum to the whole."""
-    blocks = require(model, "mlp.expert_weights", "mlp.routed_output")
-    layer = case.pick(blocks)
-    top_k = model.layers[layer].mlp.top_k
-    if top_k < 2:
-        raise Skip("one expert per token: no slot to keep while another is zeroed")
+    layer, top_k = _block_with_slots(model, case, ("mlp.expert_weights", "mlp.routed_output"), "no slot to keep while another is zeroed")
     slot = min(int(case.head * top_k), top_k - 1)
     others = [other for other in range(top_k) if other != slot]
     whole = _one(model, case, layer, "routed_output")
@@ -155,11 +160,7 @@ def zeroed_slot_leaves_the_sum(model: Any, case: Case) -> str:
 @check("moe", applies=is_mixture)
 def rerouted_slot_runs_the_new_expert(model: Any, case: Case) -> str:
     """Writing a slot's index to another slot's expert makes it that expert's output, under the slot's own weight."""
-    blocks = require(model, "mlp.expert_indices", "mlp.expert_weights", "mlp.expert_outputs")
-    layer = case.pick(blocks)
-    top_k = model.layers[layer].mlp.top_k
-    if top_k < 2:
-        raise Skip("one expert per token: no other slot to reroute to")
+    layer, _ = _block_with_slots(model, case, ("mlp.expert_indices", "mlp.expert_weights", "mlp.expert_outputs"), "no other slot to reroute to")
     slot, source = 0, 1
 
     def reroute(mlp: Any) -> None:

@@ -47,7 +47,7 @@ def needs_grouped_experts(envoy: Any) -> str | None:
     reason = envoy.no_mixture()
     if reason is not None:
         return reason
-    experts = envoy.experts._module
+    experts = envoy.experts_module()._module
     config = getattr(experts, "config", None)
     if config is None or not hasattr(type(experts), "_apply_gate"):
         return OWN_LOOP
@@ -111,6 +111,10 @@ class Moe(Mlp):
     def no_mixture(self) -> str | None:
         """Why this module runs no mixture of experts, or None (every Moe module with an experts child does)."""
         return None if self.__dict__.get("experts") is not None else DENSE
+
+    def experts_module(self) -> Any:
+        """The envoy of the experts module: the ``experts`` child, unless the family hosts it elsewhere."""
+        return self.experts
 
     # -- sizes -----------------------------------------------------------------------
 

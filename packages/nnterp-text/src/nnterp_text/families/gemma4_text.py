@@ -25,7 +25,7 @@ from typing import Any
 from torch import Tensor
 
 from nnterp import Moe, PostNormMlp, unavailable
-from nnterp.components.moe import EXPERTS_FORWARD
+from nnterp.components.moe import WEIGHTED_SLOTS
 from nnterp_text.families.gemma2 import ENVOYS as GEMMA2
 from nnterp_text.families.gemma2 import RENAME, project_on_vocab  # noqa: F401 - the family's logits
 
@@ -46,20 +46,6 @@ NORMED_APART = (
 )
 
 
-def needs_grouped_block_experts(envoy: Any) -> str | None:
-    """Why the per-slot outputs are unavailable, or None: the block's experts must run grouped_mm / batched_mm."""
-    reason = envoy.no_mixture()
-    if reason is not None:
-        return reason
-    implementation = envoy.parent.experts._module.config._experts_implementation
-    if implementation in ("grouped_mm", "batched_mm"):
-        return None
-    return (
-        f"this model runs experts_implementation={implementation!r}, whose forward never holds the slots' "
-        "outputs side by side; load with StandardizedTransformer(..., experts_implementation='grouped_mm') to read them"
-    )
-
-
 class ScaledStreamMlp(Moe, PostNormMlp):
     """The dense MLP, hosting the block's mixture where the checkpoint has one."""
 
@@ -69,9 +55,7 @@ class ScaledStreamMlp(Moe, PostNormMlp):
     NORMALIZE = True
     expert_weights = Moe.expert_weights.at("../experts.inputs")
     expert_indices = Moe.expert_indices.at("../experts.inputs")
-    expert_outputs = Moe.expert_outputs.at(
-        f"../experts.source.{EXPERTS_FORWARD}.source.weighted_out_view_0.output", unavailable=needs_grouped_block_experts
-    )
+    expert_outputs = Moe.expert_outputs.at(f"../{WEIGHTED_SLOTS}.output")
     routed_output = Moe.routed_output.at("../experts.output")
     mixture_output = Moe.mixture_output.at("../experts.output", select=None)
     shared_expert_output = Moe.shared_expert_output.at(unavailable=lambda envoy: envoy.no_mixture() or NORMED_APART)
@@ -83,9 +67,13 @@ class ScaledStreamMlp(Moe, PostNormMlp):
     def router(self) -> Any:
         return self.parent.router
 
+    def experts_module(self) -> Any:
+        """The block's experts, beside this MLP."""
+        return self.parent.experts
+
     @property
     def num_experts(self) -> int:
-        return self.parent.experts._module.num_experts
+        return self.experts_module()._module.num_experts
 
     @property
     def top_k(self) -> int:
