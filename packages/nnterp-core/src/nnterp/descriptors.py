@@ -76,6 +76,11 @@ class EProperty(eproperty):
         if self.name is None:
             self.name = name
 
+    def __reduce__(self) -> tuple:
+        # A property subclass has no pickle support of its own, and a family's
+        # classes travel by value to a remote backend that does not have them.
+        return (_rebuilt, (type(self), self.__dict__.copy()))
+
     def at(self, key: str | Callable[[Any], str] | None = None, **changes: Any) -> "EProperty":
         """This value, read at another path (or with another ``unavailable``, ``select``...): how a family moves one.
 
@@ -322,6 +327,14 @@ class EProperty(eproperty):
         if not self._plain(last):
             value = self._unserve(obj, Mediator.value(location), last, value)
         Mediator.swap(location, value)
+
+
+def _rebuilt(cls: type, state: dict) -> "EProperty":
+    """An EProperty of class ``cls`` with ``state``: how one is unpickled."""
+    value = cls.__new__(cls)
+    property.__init__(value)
+    value.__dict__.update(state)
+    return value
 
 
 class DerivedEProperty(EProperty):
