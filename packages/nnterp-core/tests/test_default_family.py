@@ -58,3 +58,16 @@ def test_generate_serves_each_step_at_its_length(tiny_model):
     prompt_length = len(model.tokenizer("Hello world")["input_ids"])
     assert lengths == [prompt_length, 1, 1]
     assert result.shape[1] == prompt_length + 3
+
+
+def test_a_sharded_load_keeps_nnsights_tensor_parallel_envoys():
+    from nnsight.modeling.tp.envoys import TPEnvoy
+    from nnterp.families import default
+    from nnterp.transformer import with_tensor_parallel
+
+    from transformers.distributed import DistributedConfig
+
+    sharded = with_tensor_parallel(dict(default.ENVOYS), "some/model", {"distributed_config": DistributedConfig(tp_size=2)})
+    assert sharded[torch.nn.Linear] is TPEnvoy and sharded[torch.nn.Embedding] is TPEnvoy
+    assert all(sharded[key] is value for key, value in default.ENVOYS.items())
+    assert with_tensor_parallel(dict(default.ENVOYS), "some/model", {}) == default.ENVOYS

@@ -48,6 +48,21 @@ def _model_type(model: Any, kwargs: dict) -> str:
     return PretrainedConfig.get_config_dict(model, **hub)[0]["model_type"]
 
 
+def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict) -> dict:
+    """``envoys`` plus nnsight's tensor-parallel envoys when this load shards the model (``distributed_config=``).
+
+    nnsight puts its ``TPEnvoy`` (whole tensors from a sharded linear called ad
+    hoc, as ``project_on_vocab`` does) only on a load that passes no ``envoys``
+    of its own; every nnterp load passes the family's, so they are merged here.
+    They are keyed by module type and the family's by path, so neither hides the other.
+    """
+    from nnsight.modeling.tp.envoys import tp_envoys, wants_tensor_parallel
+
+    if not wants_tensor_parallel(model, load_kwargs):
+        return envoys
+    return {**tp_envoys(), **envoys}
+
+
 class StandardizedTransformer(TransformersModel):
     """A HuggingFace causal LM whose insides carry the same names and meanings on every family.
 
@@ -89,6 +104,7 @@ class StandardizedTransformer(TransformersModel):
         rename = {**getattr(family, "RENAME", {}), **(rename or {})}
         # nnsight takes the first matching path key, so the caller's come first
         envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}
+        envoys = with_tensor_parallel(envoys, model, kwargs)
         super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
         missing = [name for name in root_names(family) if name not in self.__dict__]
         if missing:
