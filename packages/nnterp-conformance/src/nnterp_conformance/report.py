@@ -176,6 +176,11 @@ def render_json(records: list[dict[str, Any]]) -> str:
     return json.dumps(records, indent=1) + "\n"
 
 
+def _text(reason: str) -> str:
+    """A reason as Markdown table text: brackets escaped, so ``adapter[lang](h)`` is not read as a link."""
+    return reason.replace("[", "\\[").replace("|", "\\|")
+
+
 def render_markdown(records: list[dict[str, Any]]) -> str:
     """The table of docs/families.md, from the records."""
     checked = [entry for entry in records if entry["status"] != OUT_OF_REACH]
@@ -197,15 +202,15 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
         passed = sum(status == PASS for status in checks.values())
         skipped = [name for name, status in checks.items() if status == "skip"]
         counts = f"{passed}/{len(checks)}" + (f" (skipped: {', '.join(skipped)})" if skipped else "")
-        status = entry["status"] if entry["status"] == PASS else f"{entry['status']}: {entry.get('reason', '')}"
+        status = entry["status"] if entry["status"] == PASS else f"{entry['status']}: {_text(entry.get('reason', ''))}"
         by_reason: dict[str, list[str]] = {}
         for name, reason in entry["unavailable"].items():
             by_reason.setdefault(reason, []).append(f"`{name}`")
-        missing = "<br>".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()) or "none"
+        missing = "<br>".join(f"{', '.join(names)}: {_text(reason)}" for reason, names in by_reason.items()) or "none"
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |")
     lines += mixture_section(records, rows)
     lines += ["", "## Out of reach", "", "| model type | why |", "|---|---|"]
-    lines += [f"| {entry['model_type']} | {entry['reason']} |" for entry in records if entry["status"] == OUT_OF_REACH]
+    lines += [f"| {entry['model_type']} | {_text(entry['reason'])} |" for entry in records if entry["status"] == OUT_OF_REACH]
     return "\n".join(lines) + "\n"
 
 
@@ -234,10 +239,10 @@ def mixture_section(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -
         for name, reason in entry["unavailable"].items():
             if name.split(".")[-1] in ROUTING:
                 by_reason.setdefault(reason, []).append(f"`{name.split('.')[-1]}`")
-        missing = "<br>".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+        missing = "<br>".join(f"{', '.join(names)}: {_text(reason)}" for reason, names in by_reason.items())
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {passed}/{len(routing_checks)} | {missing or 'none'} |")
     for entry in (entry for entry in records if entry.get("mixture") and entry["status"] == OUT_OF_REACH):
-        lines.append(f"| {entry['model_type']} | | out of reach: {entry['reason']} | |")
+        lines.append(f"| {entry['model_type']} | | out of reach: {_text(entry['reason'])} | |")
     return lines
 
 
