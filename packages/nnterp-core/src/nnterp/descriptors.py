@@ -443,12 +443,17 @@ class Placeholder(EProperty):
 
 
 def declared_values(cls: type) -> dict[str, EProperty]:
-    """Every standard value a class declares, by name, in declaration order (a subclass's redefinition wins)."""
+    """Every standard value a class declares, by name, in the order first declared (base classes first).
+
+    A subclass's redefinition wins but keeps the place where the base declared
+    the value: a family that moves ``layer_mid`` moves where it is read, not
+    where it comes in the forward, and the components declare their values in
+    forward order (a module's contribution first, then its interior).
+    """
     found: dict[str, EProperty] = {}
     for klass in reversed(cls.__mro__):
         for name, attribute in vars(klass).items():
             if isinstance(attribute, EProperty):
-                found.pop(name, None)
                 found[name] = attribute
     return found
 

@@ -1,0 +1,306 @@
+"""The residual stream taken apart: accumulated, decomposed into contributions, and attributed to logits.
+
+Transformer-lens's ``accumulated_resid``, ``decompose_resid`` and
+``logit_attrs``, on a ``ValueCache`` of standard values. They rest on the
+contribution identity every family the kit passes satisfies::
+
+    layer_input + self_attn.attention_output + mlp.mlp_output == layer_output
+
+so the stream leaving the last block is the embedding stream
+(``layers.0.layer_input``) plus every block's two contributions, on
+sequential, parallel and sandwich blocks alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Callable, NamedTuple
+
+import torch
+from torch import Tensor
+
+from ..errors import Unavailable
+from .cache import ValueCache
+
+#: what ``cache_values`` must read for ``accumulated_resid``
+ACCUMULATED_RESID = ("layers.0.layer_input", "layers.*.layer_output")
+#: what ``cache_values`` must read for ``decompose_resid``; add ``"layers.-1.layer_output"`` for ``direct_logit_attribution``
+DECOMPOSE_RESID = ("layers.0.layer_input", "layers.*.self_attn.attention_output", "layers.*.mlp.mlp_output")
+#: what ``direct_logit_attribution(..., heads=True)`` needs besides ``DECOMPOSE_RESID``
+HEAD_OUTPUTS = ("layers.*.self_attn.attention_head_outputs",)
+
+EMBEDDINGS = "layers.0.layer_input"
+#: the label of the terms no contribution owns: the final norm's bias and the unembedding's, through the unembedding
+BIAS = "bias"
+
+
+class Components(NamedTuple):
+    """Tensors stacked along a first axis, one per label: ``values[i]`` is ``labels[i]``'s. Unpacks as ``values, labels``."""
+
+    values: Tensor
+    labels: list[str]
+
+
+class Attribution(NamedTuple):
+    """Direct logit attributions: ``values[i]`` is ``labels[i]``'s share of ``logits``, and ``values.sum(0) == logits``."""
+
+    values: Tensor
+    labels: list[str]
+    logits: Tensor
+
+
+def _need(cache: ValueCache, name: str, names: Sequence[str]) -> Tensor:
+    try:
+        return cache[name]
+    except KeyError:
+        raise KeyError(f"{name} is not in the cache: cache_values(model, prompts, {list(names)!r}) reads what this needs") from None
+
+
+def accumulated_resid(cache: ValueCache) -> Tensor:
+    """The residual stream at every block boundary, ``[num_layers + 1, prompts, seq, hidden_size]``.
+
+    Row 0 is the embedding stream (``layers.0.layer_input``, as the first
+    block receives it, after any embedding scale), row ``i + 1`` the stream
+    leaving block ``i`` (``layers.i.layer_output``). Needs ``ACCUMULATED_RESID``
+    cached.
+    """
+    first = _need(cache, EMBEDDINGS, ACCUMULATED_RESID)
+    rest = [_need(cache, f"layers.{index}.layer_output", ACCUMULATED_RESID) for index in range(cache.num_layers)]
+    return torch.stack([first, *rest])
+
+
+def decompose_resid(cache: ValueCache) -> Components:
+    """The final residual stream as a sum of contributions: ``values`` is ``[2 * num_layers + 1, prompts, seq, hidden_size]``.
+
+    The embedding stream, then each block's attention contribution and MLP
+    contribution, in forward order, labelled by their standard names
+    (``"layers.0.layer_input"``, ``"layers.0.self_attn.attention_output"``,
+    ``"layers.0.mlp.mlp_output"``, ...). By the contribution identity
+    ``values.sum(0)`` is the stream leaving the last block (up to float
+    rounding). On a parallel block both contributions read the same stream;
+    on a sandwich block they are the post norms' outputs, what the block adds.
+    Needs ``DECOMPOSE_RESID`` cached.
+    """
+    labels = [EMBEDDINGS]
+    for index in range(cache.num_layers):
+        labels += [f"layers.{index}.self_attn.attention_output", f"layers.{index}.mlp.mlp_output"]
+    return Components(torch.stack([_need(cache, label, DECOMPOSE_RESID) for label in labels]), labels)
+
+
+# -- direct logit attribution ---------------------------------------------------------
+
+
+def _final_norm(model: Any, final: Tensor) -> tuple[Callable[[Tensor], Tensor], Tensor]:
+    """The final norm as a linear map with its per-token scale frozen at ``final``'s, and its bias.
+
+    Returns ``(linear, bias)`` with ``linear(final) + bias == norm(final)``.
+    The norm is read as ``weight * center(x) / scale(x) + bias`` (LayerNorm,
+    RMSNorm, Gemma's ``1 + weight``): the bias is ``norm(0)``, the centering
+    is detected (does the norm ignore a constant shift?), ``weight * center(c)``
+    is the norm run on ``c`` blown up so far that its epsilon does not count,
+    and ``scale`` is what the model divided ``final`` by, epsilon included.
+    Everything goes through the norm module itself, so nothing is per family.
+    """
+    module = model.__dict__.get("norm")
+    if module is None:  # a family without a final norm: the unembedding reads the stream as is
+        return (lambda contribution: contribution.float()), torch.zeros(final.shape[-1], device=final.device)
+    module = module._module
+    parameter = next(module.parameters(), None)
+    device = parameter.device if parameter is not None else final.device
+    dtype = parameter.dtype if parameter is not None else final.dtype
+
+    def run(tensor: Tensor) -> Tensor:
+        return module(tensor.to(device=device, dtype=dtype)).float()
+
+    width = final.shape[-1]
+    bias = run(torch.zeros(1, width))[0]
+    probe = torch.randn(1, width, generator=torch.Generator().manual_seed(0))
+    normed = run(probe)
+    centers = torch.allclose(run(probe + 3.0), normed, rtol=1e-2, atol=1e-2 * float(normed.abs().max()))
+
+    def direction(tensor: Tensor) -> tuple[Tensor, Tensor]:
+        # weight * center(t) / rms(center(t)), without epsilon; and rms(center(t))
+        tensor = tensor.to(device).float()
+        centered = tensor - tensor.mean(-1, keepdim=True) if centers else tensor
+        size = centered.pow(2).mean(-1, keepdim=True).sqrt()
+        safe = torch.where(size > 0, size, torch.ones_like(size))
+        return (run(centered * (1e3 / safe)) - bias) * (size > 0), size
+
+    applied = run(final) - bias
+    unit, size = direction(final)
+    # weight * center(final) / scale(final) == applied: the scale the model used, as a multiple of size
+    ratio = applied.norm(dim=-1, keepdim=True) / unit.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    if not torch.allclose(unit * ratio, applied, rtol=1e-2, atol=1e-2 * float(applied.abs().max())):
+        raise Unavailable(
+            "model.norm",
+            "direct_logit_attribution",
+            "the final norm is not a normalization followed by an elementwise scale and shift, so it has no per-token scale to freeze",
+        )
+    factor = ratio / size.clamp_min(1e-30)
+
+    def linear(contribution: Tensor) -> Tensor:
+        unit_c, size_c = direction(contribution)
+        return unit_c * size_c * factor
+
+    return linear, bias
+
+
+def _token_ids(model: Any, tokens: Any, shape: tuple[int, ...]) -> Tensor:
+    """``tokens`` as ids broadcast to ``shape``: an id, a token string, or one per prompt (or per prompt and position)."""
+    if isinstance(tokens, str):
+        tokens = [tokens]
+    if isinstance(tokens, (list, tuple)) and tokens and isinstance(tokens[0], str):
+        ids = []
+        for token in tokens:
+            encoded = model.tokenizer(token, add_special_tokens=False)["input_ids"]
+            if len(encoded) != 1:
+                raise ValueError(f"{token!r} is {len(encoded)} tokens, not one")
+            ids.append(encoded[0])
+        tokens = ids if len(ids) > 1 else ids[0]
+    ids = torch.as_tensor(tokens, dtype=torch.long)
+    if ids.ndim == 1 and len(shape) == 2 and ids.shape[0] == shape[0]:
+        ids = ids[:, None]  # one token per prompt, at every position
+    return ids.expand(shape)
+
+
+def _head_contributions(model: Any, cache: ValueCache, index: int, at: Callable[[Tensor], Tensor]) -> Components:
+    """Layer ``index``'s attention contribution split per head through ``o_proj``, plus the projection's bias."""
+    attention = model.layers[index].self_attn
+    if "o_proj" not in attention.__dict__:
+        raise Unavailable(attention.path, "o_proj", "no o_proj module on this attention, so its heads' outputs cannot be projected one by one")
+    heads = at(_need(cache, f"layers.{index}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS)))
+    total = at(cache[f"layers.{index}.self_attn.attention_output"])
+    projection = attention.o_proj._module
+    parameter = next(projection.parameters())
+    count, width = heads.shape[-2], heads.shape[-1]
+    with torch.no_grad():
+        bias = projection(torch.zeros(1, count * width, device=parameter.device, dtype=parameter.dtype)).float()[0]
+        # the projection's matrix, [heads * head_dim, hidden], whatever layout the module keeps its weight in
+        matrix = projection(torch.eye(count * width, device=parameter.device, dtype=parameter.dtype)).float() - bias
+    matrix = matrix.view(count, width, -1)
+    per_head = torch.einsum("...jd,jdh->j...h", heads.to(parameter.device).float(), matrix)
+    joined = per_head.sum(0) + bias
+    total = total.to(joined.device).float()
+    if not torch.allclose(joined, total, rtol=1e-2, atol=1e-2 * float(total.abs().max()) + 1e-6):
+        raise Unavailable(
+            attention.path,
+            "attention_head_outputs",
+            "attention_output is not o_proj(attention_head_outputs) on this family (a norm or a scale follows the "
+            "output projection), so the heads' shares of the contribution are not linear",
+        )
+    labels = [f"layers.{index}.self_attn.heads.{head}" for head in range(count)]
+    values = torch.cat([per_head, bias.expand_as(total)[None]])
+    return Components(values, [*labels, f"layers.{index}.self_attn.o_proj.bias"])
+
+
+@torch.no_grad()
+def direct_logit_attribution(
+    model: Any,
+    cache: ValueCache,
+    tokens: int | str | Sequence[int] | Sequence[str] | Tensor,
+    *,
+    position: int | None = -1,
+    heads: bool = False,
+) -> Attribution:
+    """Each contribution's direct effect on the logit of ``tokens``: ``values`` is ``[contributions + 1, prompts]``.
+
+    The contributions are ``decompose_resid``'s (the embedding stream, each
+    attention and MLP contribution), or with ``heads=True`` each attention's
+    heads one by one through its output projection ``o_proj`` plus that
+    projection's bias; the last row, ``"bias"``, holds what no contribution
+    owns (the final norm's and the unembedding's biases). ``position`` is
+    the sequence position (``-1``, every prompt's last token, the prompts
+    being left-padded), or ``None`` for every position:
+    ``[contributions + 1, prompts, seq]``. ``tokens`` is one id or token
+    string for all prompts, or one per prompt (``[prompts]``; with
+    ``position=None`` also ``[prompts, seq]``).
+
+    How it is linear: the final norm is applied with its per-token scale
+    frozen at the one the model used on the actual final stream (and its
+    mean-centering, if it centers, applied to each contribution, which is
+    linear), so the norm of the sum is the sum of the normed contributions
+    plus the norm's bias. Then the unembedding rows of ``tokens``. Whatever
+    the family's ``project_on_vocab`` does after the unembedding (Gemma-2's
+    softcap, Cohere's scale) is applied the same way, as the per-token ratio
+    of the model's logit to the unembedded one. So ``values.sum(0)`` equals
+    ``logits``, the model's own logits of ``tokens`` (up to float rounding),
+    which is returned beside them.
+
+    Needs the model's weights here (not remote), ``DECOMPOSE_RESID`` in the
+    cache, the last block's ``layer_output`` (else the sum of contributions
+    stands for it), ``logits`` if cached (else they are recomputed with
+    ``project_on_vocab``), and ``HEAD_OUTPUTS`` for ``heads=True``.
+    """
+    if not getattr(model, "dispatched", True):
+        model.dispatch()
+    at = (lambda tensor: tensor) if position is None else (lambda tensor: tensor[:, position])
+    decomposed = decompose_resid(cache)
+    if heads:
+        parts, labels = [at(decomposed.values[0]).float().cpu()], [EMBEDDINGS]
+        for index in range(cache.num_layers):
+            split = _head_contributions(model, cache, index, at)
+            parts += [*split.values.cpu()]
+            labels += split.labels
+            parts.append(at(decomposed.values[2 + 2 * index]).float().cpu())
+            labels.append(decomposed.labels[2 + 2 * index])
+        contributions = torch.stack(parts)
+    else:
+        contributions, labels = torch.stack([at(value) for value in decomposed.values]), decomposed.labels
+    last = f"layers.{cache.num_layers - 1}.layer_output"
+    final = at(cache[last]) if last in cache else contributions.sum(0)
+    everything = at(cache["logits"]) if "logits" in cache else None
+    everything, unembedded_all = _model_logits(model, final, everything)
+
+    linear, norm_bias = _final_norm(model, final)
+    unembedding = model.lm_head._module
+    weight = getattr(unembedding, "weight", None)
+    if not isinstance(unembedding, torch.nn.Linear) or weight is None:
+        raise Unavailable("model.lm_head", "direct_logit_attribution", "lm_head is not a linear unembedding")
+    ids = _token_ids(model, tokens, tuple(final.shape[:-1])).to(weight.device)
+    rows = weight[ids].float()  # [prompts, (seq,) hidden]
+    shift = unembedding.bias[ids].float() if unembedding.bias is not None else torch.zeros(ids.shape, device=weight.device)
+    values = torch.stack([(linear(contribution).to(rows.device) * rows).sum(-1) for contribution in contributions])
+    bias = (norm_bias.to(rows.device) * rows).sum(-1) + shift
+    values = torch.cat([values, bias[None]])
+
+    unembedded = values.sum(0)
+    expected = unembedded_all.to(rows.device).gather(-1, ids[..., None])[..., 0]
+    if not torch.allclose(unembedded, expected, rtol=1e-2, atol=1e-2 * float(expected.abs().max()) + 1e-6):
+        raise ValueError(
+            "the contributions do not add up to the final stream: "
+            "layer_input + attention_output + mlp_output != layer_output somewhere on this model"
+        )
+    logits = everything.to(rows.device).gather(-1, ids[..., None])[..., 0]
+    ratio = torch.where(unembedded != 0, logits / unembedded, torch.ones_like(logits))
+    return Attribution((values * ratio).cpu(), [*labels, BIAS], logits.cpu())
+
+
+def _model_logits(model: Any, final: Tensor, logits: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The model's logits for ``final`` (``logits`` when cached) and ``lm_head(norm(final))``, the first checked to be an increasing function of ``lm_head(norm(final))`` token by token.
+
+    The ratio that carries the attributions from the unembedded logit to the
+    model's assumes it: true of a softcap and of a positive scale, not of a
+    family that projects between the norm and the unembedding (OPT's
+    ``project_out``) or transforms the stream in its head (BERT), which raise.
+    """
+    unembedding = model.lm_head._module
+    parameter = next(unembedding.parameters())
+    stream = final.to(parameter.device, parameter.dtype)
+    if logits is None:
+        logits = model.project_on_vocab(stream)
+    logits = logits.float().to(parameter.device)
+    module = model.__dict__.get("norm")
+    try:
+        unembedded = unembedding(module._module(stream) if module is not None else stream).float()
+    except RuntimeError as error:
+        unembedded = error
+    if isinstance(unembedded, RuntimeError) or unembedded.shape != logits.shape:
+        raise Unavailable("model", "direct_logit_attribution", "the logits are not lm_head(norm(stream)): the family projects in between")
+    climbing = logits.gather(-1, unembedded.argsort(-1)).diff(dim=-1)
+    if bool((climbing < -1e-4 * float(logits.abs().max()) - 1e-6).any()):
+        raise Unavailable(
+            "model",
+            "direct_logit_attribution",
+            "the family's project_on_vocab is not an increasing function of lm_head(norm(stream)) token by token",
+        )
+    return logits, unembedded

@@ -1,0 +1,306 @@
+"""Caching standard values over many prompts: ``cache_values`` and the ``ValueCache`` it returns.
+
+What transformer-lens users have in ``run_with_cache(names_filter=...)``, on
+the model's own modules: only the values asked for are read, batch by batch,
+without gradients, and moved off the model's device as each batch ends, so the
+memory the model's device holds is one batch's.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+from nnsight.intervention.interleaver import OutOfOrderError
+from tqdm.auto import tqdm
+
+from ..components.standard import Standard
+from ..descriptors import declared_values
+from ..errors import Unavailable
+
+#: the block's children whose values sit between its stream boundaries: the mixers before ``layer_mid``, the MLP before ``layer_output``
+MIXERS = ("self_attn", "linear_attn")
+FEED_FORWARD = ("mlp",)
+
+_LAYER_NAME = re.compile(r"^layers\.(\*|-?\d+)\.(.+)$")
+
+
+class ValueCache(Mapping):
+    """Standard values read over a set of prompts, by standard name (``"layers.3.layer_output"``, ``"logits"``).
+
+    A read-only mapping from name to tensor, every tensor's first axis the
+    prompts in the order given. Prompts were left-padded to one common length,
+    so ``attention_mask`` (``[prompts, seq]``, 1 on real tokens) says which
+    positions are padding, and position ``-1`` is every prompt's last token.
+    ``input_ids`` are the token ids the model read.
+
+    ``cache["layers.*.layer_output"]`` stacks a value over every layer,
+    ``[num_layers, prompts, ...]`` (each layer must have been cached).
+    """
+
+    def __init__(self, values: dict[str, Tensor], input_ids: Tensor, attention_mask: Tensor, num_layers: int) -> None:
+        self._values = dict(values)
+        self.input_ids = input_ids
+        self.attention_mask = attention_mask
+        self.num_layers = num_layers
+
+    def __getitem__(self, name: str) -> Tensor:
+        if name in self._values:
+            return self._values[name]
+        match = _LAYER_NAME.match(name)
+        if match is not None and match.group(1) == "*":
+            return self.stack(match.group(2))
+        if match is not None:
+            # layers.-1.x is the last layer's
+            canonical = f"layers.{int(match.group(1)) % self.num_layers}.{match.group(2)}"
+            if canonical in self._values:
+                return self._values[canonical]
+        raise KeyError(f"{name!r} was not cached; cached: {', '.join(self._values) or '(nothing)'}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def stack(self, value: str) -> Tensor:
+        """A block value over every layer, ``[num_layers, prompts, ...]``: ``stack("self_attn.attention_output")``."""
+        missing = [index for index in range(self.num_layers) if f"layers.{index}.{value}" not in self._values]
+        if missing:
+            raise KeyError(f"layers.*.{value} was not cached on layers {missing}; cache 'layers.*.{value}'")
+        return torch.stack([self._values[f"layers.{index}.{value}"] for index in range(self.num_layers)])
+
+    def __repr__(self) -> str:
+        rows = ", ".join(f"{name}: {tuple(tensor.shape)}" for name, tensor in self._values.items())
+        return f"ValueCache({len(self.attention_mask)} prompts, {{{rows}}})"
+
+
+# -- which values, in which order -------------------------------------------------
+
+
+def block_order(block: Any) -> list[str]:
+    """Every value of a block, relative to it (``"self_attn.attention_probabilities"``), in the order the forward serves them.
+
+    Designed from the components' declaration order, which the components keep
+    for this: a ``Layer`` declares its stream boundaries in forward order
+    (``layer_input``, ``attention_norm_output``, ``layer_mid``,
+    ``mlp_norm_output``, ``mlp_input``, ``layer_output``); an ``Attention`` or
+    ``Mlp`` declares its contribution first and then its interior in forward
+    order, and the contribution is what the module produces last. So a mixer's
+    (``self_attn``, ``linear_attn``) interior then contribution go before
+    ``layer_mid``, the MLP's before ``layer_output``. On a parallel block the
+    attention still runs first (GPT-J, Phi, GPT-NeoX).
+    """
+    children: dict[str, list[str]] = {}
+    for name in (*MIXERS, *FEED_FORWARD):
+        child = block.__dict__.get(name)
+        if isinstance(child, Standard):
+            values = list(declared_values(type(child)))
+            children[name] = [f"{name}.{value}" for value in values[1:] + values[:1]]
+    order: list[str] = []
+    for value in declared_values(type(block)):
+        if value == "layer_mid":
+            order += [name for mixer in MIXERS for name in children.get(mixer, [])]
+        if value == "layer_output":
+            order += [name for ff in FEED_FORWARD for name in children.get(ff, [])]
+        order.append(value)
+    return order
+
+
+def _root_values(model: Any) -> tuple[list[str], list[str]]:
+    """The model's root values, split into those served before its blocks run and those after (its output, ``logits``)."""
+    before, after = [], []
+    for name in declared_values(type(model)):
+        attribute = getattr(type(model), name)
+        key = attribute.key if isinstance(attribute.key, str) else None
+        (after if key == "output" else before).append(name)
+    return before, after
+
+
+def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
+    """The requested names, ``*`` expanded over every layer and negative layers counted from the end, in forward order.
+
+    Raises ``KeyError`` for a name that is no standard value of the model, and
+    ``Unavailable`` (with the family's reason) for one this checkpoint lacks.
+    """
+    if isinstance(names, str):
+        names = [names]
+    before, after = _root_values(model)
+    orders: dict[int, list[str]] = {}
+    ranked: dict[str, tuple[int, int, int]] = {}
+    for name in names:
+        match = _LAYER_NAME.match(name)
+        if match is None:
+            if name not in before + after:
+                raise KeyError(
+                    f"{name!r} is no standard value: name a root value ({', '.join(before + after)}) "
+                    "or a block value as 'layers.<i or *>.<value>' (model.support() lists them)"
+                )
+            ranked[name] = (0, 0, before.index(name)) if name in before else (2, 0, after.index(name))
+            continue
+        where, value = match.groups()
+        layers = range(model.num_layers) if where == "*" else [int(where) % model.num_layers]
+        if where != "*" and not -model.num_layers <= int(where) < model.num_layers:
+            raise KeyError(f"{name!r}: the model has {model.num_layers} layers")
+        for index in layers:
+            order = orders.setdefault(index, block_order(model.layers[index]))
+            if value not in order:
+                raise KeyError(
+                    f"{value!r} is no value of layers[{index}]; its values, in forward order: {', '.join(order)}"
+                )
+            ranked[f"layers.{index}.{value}"] = (1, index, order.index(value))
+    for name in ranked:
+        host, value = _host(model, name)
+        reason = getattr(type(host), value).reason(host)
+        if reason is not None:
+            raise Unavailable(host.path, value, reason)
+    return sorted(ranked, key=ranked.__getitem__)
+
+
+def _host(model: Any, name: str) -> tuple[Any, str]:
+    """The envoy a standard name's value is read on, and the value's attribute name."""
+    *path, value = name.split(".")
+    host = model
+    for segment in path:
+        host = host[int(segment)] if segment.lstrip("-").isdigit() else getattr(host, segment)
+    return host, value
+
+
+def _layer_of(name: str) -> int | None:
+    match = _LAYER_NAME.match(name)
+    return None if match is None else int(match.group(1))
+
+
+# -- reading them ------------------------------------------------------------------
+
+
+@torch.no_grad()
+def cache_values(
+    model: Any,
+    prompts: str | Sequence[str],
+    names: str | Sequence[str],
+    *,
+    batch_size: int = 8,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+    progress: bool = True,
+    remote: bool | str = False,
+    stop_at_layer: int | None = None,
+) -> ValueCache:
+    """Read standard values over many prompts, batch by batch: a ``ValueCache`` of ``[prompts, ...]`` tensors.
+
+    ``names`` are standard names: ``"logits"``, ``"layers.3.layer_output"``,
+    ``"layers.3.self_attn.attention_probabilities"``; ``*`` stands for every
+    layer (``"layers.*.mlp.mlp_output"``) and a negative index counts from the
+    end. Only what is asked for is read, in forward order within each trace
+    (``block_order``), without gradients.
+
+    Prompts are tokenized once, together, and left-padded to the longest
+    prompt overall, so every batch has the same length and the batches
+    concatenate along the first axis; nnsight gives each left-padded row its
+    own positions from the mask, so a row's values do not depend on its
+    padding (up to float rounding). ``cache.attention_mask`` marks the real
+    tokens, ``cache.input_ids`` the ids read. Each batch's values are copied to
+    ``device`` (floating ones cast to ``dtype``, if given) inside its trace, so
+    the model's device holds one batch at a time.
+
+    ``stop_at_layer=k`` ends each forward after block ``k``, which makes runs
+    that need only early layers cheaper; asking for a value past that block
+    (or for ``logits``) is a ``ValueError``. A value the checkpoint lacks raises
+    its ``Unavailable`` before anything runs.
+
+    A family whose forward serves values in another order than its components
+    declare them (Falcon binds its values before its rotary queries and keys)
+    fails the first batch with ``OutOfOrderError``; that batch and the rest
+    are then read with one worker per value, which needs no order.
+    """
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    if not prompts:
+        raise ValueError("no prompts")
+    requested = expand_names(model, names)
+    if stop_at_layer is not None:
+        stop_at_layer %= model.num_layers
+        served_first = _root_values(model)[0]
+        beyond = [
+            name
+            for name in requested
+            if name not in served_first and (_layer_of(name) is None or _layer_of(name) > stop_at_layer)
+        ]
+        if beyond:
+            raise ValueError(f"stop_at_layer={stop_at_layer} ends the forward before {', '.join(beyond)}")
+    hosts = [_host(model, name) for name in requested]
+
+    encoding = model.tokenizer(list(prompts), padding=True, return_tensors="pt")
+    input_ids, attention_mask = encoding["input_ids"], encoding["attention_mask"]
+    batches: list[list[Tensor]] = []
+    separate = False
+    for start in tqdm(range(0, len(prompts), batch_size), desc="cache_values", disable=not progress):
+        batch = {
+            "input_ids": input_ids[start : start + batch_size],
+            "attention_mask": attention_mask[start : start + batch_size],
+        }
+        read = partial(_read_batch, model, batch, hosts, requested, stop_at_layer, device, dtype, remote)
+        if not batches and not separate:
+            try:
+                batches.append(read(separate=False))
+                continue
+            except OutOfOrderError:
+                # this family's forward serves its values in another order than its
+                # components declare them: give each value a worker of its own
+                separate = True
+        batches.append(read(separate=separate))
+    values = {name: torch.cat([batch[index] for batch in batches]) for index, name in enumerate(requested)}
+    return ValueCache(values, input_ids, attention_mask, model.num_layers)
+
+
+def _read_batch(
+    model: Any,
+    batch: dict[str, Tensor],
+    hosts: list[tuple[Any, str]],
+    requested: list[str],
+    stop_at_layer: int | None,
+    device: str | torch.device,
+    dtype: torch.dtype | None,
+    remote: bool | str,
+    separate: bool,
+) -> list[Tensor]:
+    """One trace over one batch: every requested value, copied to ``device``.
+
+    By default one worker reads them all in ``block_order``. With ``separate``
+    each value is read by a worker of its own (an invoke without input, which
+    sees the whole batch), so no order between them is needed: the fallback
+    for a family whose forward serves values in another order than its
+    components declare them.
+    """
+    read: list[Any] = [None] * len(hosts)
+
+    def take(index: int) -> None:
+        host, value = hosts[index]
+        tensor = getattr(host, value)
+        cast = dtype if dtype is not None and tensor.is_floating_point() else None
+        read[index] = tensor.detach().to(device=device, dtype=cast, copy=True).save()
+
+    stop_value = f"layers.{stop_at_layer}.layer_output"
+    with model.trace(remote=remote) as tracer:
+        with tracer.invoke(batch):
+            if not separate:
+                for index in range(len(hosts)):
+                    take(index)
+                if stop_at_layer is not None:
+                    if requested[-1:] != [stop_value]:
+                        model.layers[stop_at_layer].layer_output  # noqa: B018 - wait for the block to end
+                    tracer.stop()
+        if separate:
+            for index in range(len(hosts)):
+                with tracer.invoke():
+                    take(index)
+            if stop_at_layer is not None:
+                with tracer.invoke():
+                    model.layers[stop_at_layer].layer_output  # noqa: B018 - wait for the block to end
+                    tracer.stop()
+    return list(read)

@@ -1,0 +1,342 @@
+"""Activation patching sweeps: write the clean run's value into the corrupted run, one site at a time.
+
+Each sweep runs the clean prompt once, keeping the value it patches at every
+layer it needs (one trace), runs the corrupted prompt once unpatched, then once
+per patch with the clean value written in at that layer and position (or
+head), and records ``metric(logits)`` for every run. The result is a ``Sweep``:
+a ``[layer, position]`` (or ``[layer, head]``) grid of metric values, with
+the clean and corrupted baselines to normalize it by.
+
+    sweep = patch_residual(model, "Mary and John. John gave it to", "Mary and John. Mary gave it to",
+                           lambda logits: logits[:, -1, mary] - logits[:, -1, john])
+    sweep.normalized().values   # 1 where the patch restores the clean metric, 0 where it does nothing
+
+Only standard values are read and written (``layer_input``,
+``self_attn.attention_output``, ``mlp.mlp_output``,
+``self_attn.attention_head_outputs`` ...), so a sweep runs on every family the
+kit passes; a value a family lacks raises its ``Unavailable``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+#: a metric maps the run's logits ``[batch, seq, vocab_size]`` to one number
+Metric = Callable[[Tensor], "float | Tensor"]
+
+#: the residual-stream values ``patch_residual`` can patch
+STREAMS = ("layer_input", "layer_mid", "layer_output")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A patching sweep: the metric of the corrupted run with one site patched, per cell of a grid.
+
+    ``values[i, j]`` is the metric when the clean value at ``labels[axes[0]][i]``
+    (a layer) and ``labels[axes[1]][j]`` (a position or a head) is written into
+    the corrupted run. ``axes`` names the axes, ``("layer", "position")`` or
+    ``("layer", "head")``; ``labels`` holds one tick label per row and column
+    (layer indices, token strings, head indices), as strings. ``metric_clean``
+    and ``metric_corrupted`` are the metric of the unpatched clean and
+    corrupted runs; ``site`` names the value patched (``"layer_input"``,
+    ``"self_attn.attention_head_outputs"`` ...). ``values`` is float32 on the CPU.
+    """
+
+    values: Tensor
+    axes: tuple[str, ...]
+    labels: dict[str, list[str]]
+    metric_clean: float
+    metric_corrupted: float
+    site: str = field(default="")
+
+    def normalized(self) -> Sweep:
+        """The same sweep as the fraction of the way from corrupted to clean: ``(metric - corrupted) / (clean - corrupted)``.
+
+        0 where the patch leaves the corrupted metric, 1 where it restores the
+        clean one. The result's baselines are 1.0 and 0.0, so normalizing it
+        again changes nothing. Raises ``ValueError`` when the clean and
+        corrupted metrics are equal: there is no gap to measure against.
+        """
+        gap = self.metric_clean - self.metric_corrupted
+        if gap == 0:
+            raise ValueError(
+                f"the clean and corrupted runs have the same metric ({self.metric_clean}), "
+                "so a patch's effect cannot be normalized by their gap"
+            )
+        values = (self.values - self.metric_corrupted) / gap
+        return replace(self, values=values, metric_clean=1.0, metric_corrupted=0.0)
+
+
+# -- prompts -----------------------------------------------------------------------
+
+
+def _as_list(prompts: str | Sequence[str]) -> list[str]:
+    return [prompts] if isinstance(prompts, str) else list(prompts)
+
+
+def _token_label(tokenizer: Any, token_id: int) -> str:
+    return tokenizer.decode([token_id])
+
+
+def _check_prompts(model: Any, clean: str | Sequence[str], corrupted: str | Sequence[str]) -> list[str]:
+    """Tokenize both sides and check they pair up token for token; the position labels (the clean first prompt's tokens, left-padded)."""
+    clean, corrupted = _as_list(clean), _as_list(corrupted)
+    if len(clean) != len(corrupted):
+        raise ValueError(f"clean has {len(clean)} prompts and corrupted {len(corrupted)}: patching pairs them one to one")
+    if not clean:
+        raise ValueError("no prompts to patch")
+    tokenizer = model.tokenizer
+    clean_ids = tokenizer(clean)["input_ids"]
+    corrupted_ids = tokenizer(corrupted)["input_ids"]
+    for index, (a, b) in enumerate(zip(clean_ids, corrupted_ids)):
+        if len(a) != len(b):
+            raise ValueError(
+                f"clean and corrupted prompt {index} tokenize to {len(a)} and {len(b)} tokens: patching writes "
+                "each position of the clean run into the same position of the corrupted one, so each pair must "
+                f"tokenize to the same length (clean: {[_token_label(tokenizer, t) for t in a]}, "
+                f"corrupted: {[_token_label(tokenizer, t) for t in b]})"
+            )
+    width = max(len(ids) for ids in clean_ids)
+    first = clean_ids[0]
+    pad = [tokenizer.pad_token_id] * (width - len(first))
+    # nnsight left-pads a batch, so position j of the run is j of the padded row
+    row = pad + list(first) if getattr(tokenizer, "padding_side", "left") == "left" else list(first) + pad
+    return [_token_label(tokenizer, token) for token in row]
+
+
+def _indices(chosen: Iterable[int] | None, size: int, what: str) -> list[int]:
+    """``chosen`` as non-negative indices below ``size`` (all of them when None); negative ones count from the end."""
+    if chosen is None:
+        return list(range(size))
+    if isinstance(chosen, int):
+        chosen = [chosen]
+    out = []
+    for index in chosen:
+        index = int(index)
+        if not -size <= index < size:
+            raise IndexError(f"{what} {index} is out of range: there are {size}")
+        out.append(index % size)
+    return out
+
+
+def _scalar(value: Any) -> float:
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ValueError(
+                f"the metric returned a tensor of shape {tuple(value.shape)}; it must return one number "
+                "(a float or a one-element tensor), e.g. reduce over the batch with .mean()"
+            )
+        return float(value.detach().float().cpu().item())
+    return float(value)
+
+
+# -- the sweep ---------------------------------------------------------------------
+
+
+def _owner(model: Any, layer: int, where: str) -> Any:
+    envoy = model.layers[layer]
+    for part in filter(None, where.split(".")):
+        envoy = getattr(envoy, part)
+    return envoy
+
+
+def _run_metric(model: Any, prompts: list[str], metric: Metric, remote: bool | str, save: Callable[[], Any] | None = None) -> tuple[float, list]:
+    """One trace of ``prompts``: what ``save`` reads (in forward order), then the metric."""
+    saved: list = []
+    metrics: list = []
+    with model.trace(prompts, remote=remote):
+        if save is not None:
+            saved.extend(save())
+        metrics.append(metric(model.logits))
+    return _scalar(metrics[0]), saved
+
+
+def _sweep(
+    model: Any,
+    clean: str | Sequence[str],
+    corrupted: str | Sequence[str],
+    metric: Metric,
+    *,
+    site: str,
+    layers: Iterable[int] | None,
+    column_axis: str,
+    columns: Callable[[list[str], int], list[int]],
+    column_labels: Callable[[list[str], list[int]], list[str]],
+    write: Callable[[Tensor, Tensor, int], None],
+    progress: bool,
+    remote: bool | str,
+) -> Sweep:
+    """The shared loop: cache the clean value at each layer, then one corrupted run per (layer, column) patch.
+
+    ``columns(tokens, layer)`` lists the columns to patch at a layer (positions
+    or heads), ``write(patched, clean, column)`` copies the clean value's
+    column into ``patched`` in place.
+    """
+    where, _, name = site.rpartition(".")
+    tokens = _check_prompts(model, clean, corrupted)
+    clean, corrupted = _as_list(clean), _as_list(corrupted)
+    chosen = _indices(layers, model.num_layers, "layer")
+    per_layer = {layer: columns(tokens, layer) for layer in chosen}
+    width = max((len(cols) for cols in per_layer.values()), default=0)
+    # the columns are the same on every layer, but for blocks that differ in head
+    # count: then the labels are the widest layer's, and the others' extra cells NaN
+    widest = max(per_layer.values(), key=len, default=[])
+
+    with torch.no_grad():
+        order = sorted(set(chosen))  # forward order: the clean trace reads layer after layer
+
+        def read_clean() -> list:
+            return [getattr(_owner(model, layer, where), name).clone() for layer in order]
+
+        metric_clean, cached = _run_metric(model, clean, metric, remote, read_clean)
+        cache = dict(zip(order, cached))
+        metric_corrupted, _ = _run_metric(model, corrupted, metric, remote)
+
+        values = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
+        cells = [(row, layer, col, column) for row, layer in enumerate(chosen) for col, column in enumerate(per_layer[layer])]
+        for row, layer, col, column in tqdm(cells, desc=f"patching {site}", disable=not progress):
+            source = cache[layer]
+
+            def patch(layer: int = layer, column: int = column, source: Tensor = source) -> list:
+                owner = _owner(model, layer, where)
+                patched = getattr(owner, name).clone()
+                write(patched, source.to(device=patched.device, dtype=patched.dtype), column)
+                setattr(owner, name, patched)
+                return []
+
+            values[row, col], _ = _run_metric(model, corrupted, metric, remote, patch)
+
+    labels = {"layer": [str(layer) for layer in chosen], column_axis: column_labels(tokens, widest)}
+    return Sweep(values, ("layer", column_axis), labels, metric_clean, metric_corrupted, site)
+
+
+def _position_sweep(model, clean, corrupted, metric, site, layers, positions, progress, remote) -> Sweep:
+    def columns(tokens: list[str], layer: int) -> list[int]:
+        return _indices(positions, len(tokens), "position")
+
+    def write(patched: Tensor, source: Tensor, position: int) -> None:
+        patched[:, position] = source[:, position]
+
+    return _sweep(
+        model, clean, corrupted, metric, site=site, layers=layers, column_axis="position",
+        columns=columns, column_labels=lambda tokens, cols: [tokens[p] for p in cols],
+        write=write, progress=progress, remote=remote,
+    )  # fmt: skip
+
+
+def patch_residual(
+    model: Any,
+    clean: str | Sequence[str],
+    corrupted: str | Sequence[str],
+    metric: Metric,
+    *,
+    layers: Iterable[int] | None = None,
+    positions: Iterable[int] | None = None,
+    stream: str = "layer_input",
+    progress: bool = True,
+    remote: bool | str = False,
+) -> Sweep:
+    """Patch the residual stream entering each block, one (layer, position) at a time: a ``[layer, position]`` Sweep.
+
+    For each layer and position, the corrupted prompt runs with that
+    position of the clean run's ``layers[layer].layer_input`` written in (the
+    whole stream there: every earlier block's work on that token), and
+    ``metric(logits)`` is recorded. ``layer_input`` is the default because it
+    starts at the embeddings: layer 0 patches the tokens themselves, so the
+    positions where the prompts differ restore the clean run exactly there.
+    ``stream="layer_output"`` patches the stream leaving each block instead
+    (at the last layer only the metric's own positions matter), and
+    ``"layer_mid"`` the stream between attention and MLP (a parallel block
+    has none: ``Unavailable``).
+
+    ``clean`` and ``corrupted`` are a prompt or equal-length lists of
+    prompts; each pair must tokenize to the same number of tokens (checked
+    before the model runs). ``metric`` maps the logits ``[batch, seq,
+    vocab_size]`` to a float or a one-element tensor; it runs inside the
+    trace. ``layers`` and ``positions`` pick the rows and columns (all by
+    default; negative indices count from the end; positions index the
+    left-padded batch). ``labels["position"]`` are the first clean prompt's
+    tokens. Runs ``2 + len(layers) * len(positions)`` traces.
+    """
+    if stream not in STREAMS:
+        raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
+    return _position_sweep(model, clean, corrupted, metric, stream, layers, positions, progress, remote)
+
+
+def patch_attention_output(
+    model: Any,
+    clean: str | Sequence[str],
+    corrupted: str | Sequence[str],
+    metric: Metric,
+    *,
+    layers: Iterable[int] | None = None,
+    positions: Iterable[int] | None = None,
+    progress: bool = True,
+    remote: bool | str = False,
+) -> Sweep:
+    """Patch each block's attention contribution, one (layer, position) at a time: a ``[layer, position]`` Sweep.
+
+    Writes the clean run's ``self_attn.attention_output`` (what the block adds
+    to the stream for its attention, after any post-norm) at that layer and
+    position into the corrupted run. Arguments and result as ``patch_residual``.
+    """
+    return _position_sweep(model, clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote)
+
+
+def patch_mlp_output(
+    model: Any,
+    clean: str | Sequence[str],
+    corrupted: str | Sequence[str],
+    metric: Metric,
+    *,
+    layers: Iterable[int] | None = None,
+    positions: Iterable[int] | None = None,
+    progress: bool = True,
+    remote: bool | str = False,
+) -> Sweep:
+    """Patch each block's MLP contribution, one (layer, position) at a time: a ``[layer, position]`` Sweep.
+
+    Writes the clean run's ``mlp.mlp_output`` (what the block adds to the
+    stream for its MLP, after any post-norm) at that layer and position into
+    the corrupted run. Arguments and result as ``patch_residual``.
+    """
+    return _position_sweep(model, clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote)
+
+
+def patch_heads(
+    model: Any,
+    clean: str | Sequence[str],
+    corrupted: str | Sequence[str],
+    metric: Metric,
+    *,
+    layers: Iterable[int] | None = None,
+    heads: Iterable[int] | None = None,
+    progress: bool = True,
+    remote: bool | str = False,
+) -> Sweep:
+    """Patch each attention head's output at every position, one (layer, head) at a time: a ``[layer, head]`` Sweep.
+
+    Writes head ``h`` of the clean run's ``self_attn.attention_head_outputs``
+    (``[batch, seq, num_heads, head_dim]``, before the output projection) at
+    every position into the corrupted run. Needs the attention interior, so
+    the model must run eager attention (else ``Unavailable``). ``heads`` picks
+    the columns (all by default); where blocks differ in head count, a
+    block's missing heads are NaN. Otherwise as ``patch_residual``.
+    """
+
+    def columns(tokens: list[str], layer: int) -> list[int]:
+        return _indices(heads, model.layers[layer].self_attn.num_heads, "head")
+
+    def write(patched: Tensor, source: Tensor, head: int) -> None:
+        patched[:, :, head] = source[:, :, head]
+
+    return _sweep(
+        model, clean, corrupted, metric, site="self_attn.attention_head_outputs", layers=layers,
+        column_axis="head", columns=columns, column_labels=lambda tokens, cols: [str(h) for h in cols],
+        write=write, progress=progress, remote=remote,
+    )  # fmt: skip

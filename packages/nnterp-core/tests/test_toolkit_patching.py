@@ -1,0 +1,232 @@
+"""Patching sweeps on three kinds of block (pre-norm, parallel, sandwich): each cell against a direct edit, and the exact cases."""
+
+import pytest
+import torch
+from nnterp import Unavailable
+from nnterp.toolkit.patching import Sweep, patch_attention_output, patch_heads, patch_mlp_output, patch_residual
+
+FAMILIES = ["llama", "gptj", "gemma2"]
+# one token apart: "J" / "M" after the period
+CLEAN = "Mary and John met. J gave it to"
+CORRUPTED = "Mary and John met. M gave it to"
+SWEEPS = [patch_residual, patch_attention_output, patch_mlp_output, patch_heads]
+ATOL = 1e-4
+
+
+def metric_for(model):
+    """Logit difference J - M at the last position, averaged over the batch."""
+    tokenizer = model.tokenizer
+    j, m = tokenizer("J")["input_ids"][-1], tokenizer("M")["input_ids"][-1]
+    return lambda logits: (logits[:, -1, j] - logits[:, -1, m]).mean()
+
+
+def differing_position(model):
+    clean, corrupted = (model.tokenizer(p)["input_ids"] for p in (CLEAN, CORRUPTED))
+    assert len(clean) == len(corrupted)
+    differ = [i for i, (a, b) in enumerate(zip(clean, corrupted)) if a != b]
+    assert len(differ) == 1
+    return differ[0], len(clean)
+
+
+def run_metric(model, prompt, edit=None):
+    """The metric of one run of ``prompt``, with ``edit()`` applied inside the trace."""
+    metric, out = metric_for(model), []
+    with torch.no_grad(), model.trace(prompt):
+        if edit is not None:
+            edit()
+        out.append(metric(model.logits))
+    return float(out[0])
+
+
+def clean_value(model, read):
+    out = []
+    with torch.no_grad(), model.trace(CLEAN):
+        out.append(read().clone())
+    return out[0]
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("sweep", SWEEPS, ids=lambda f: f.__name__)
+def test_patching_the_clean_run_into_itself_changes_nothing(tiny_model, name, sweep):
+    model = tiny_model(name)
+    result = sweep(model, CLEAN, CLEAN, metric_for(model), progress=False)
+    assert result.metric_clean == pytest.approx(run_metric(model, CLEAN), abs=ATOL)
+    assert result.metric_corrupted == pytest.approx(result.metric_clean, abs=ATOL)
+    torch.testing.assert_close(result.values, torch.full_like(result.values, result.metric_clean), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_residual_patches_restore_the_clean_run_exactly_where_they_carry_everything(tiny_model, name):
+    model = tiny_model(name)
+    metric = metric_for(model)
+    differ, length = differing_position(model)
+    result = patch_residual(model, CLEAN, CORRUPTED, metric, progress=False)
+    assert result.metric_clean == pytest.approx(run_metric(model, CLEAN), abs=ATOL)
+    assert result.metric_corrupted == pytest.approx(run_metric(model, CORRUPTED), abs=ATOL)
+    normalized = result.normalized().values
+    # layer 0's input is the embeddings: the one differing token restores the clean run, the rest change nothing
+    expected = torch.zeros(length)
+    expected[differ] = 1
+    torch.testing.assert_close(normalized[0], expected, atol=ATOL, rtol=0)
+    # before the differing token the two runs agree at every layer
+    torch.testing.assert_close(normalized[:, :differ], torch.zeros(model.num_layers, differ), atol=ATOL, rtol=0)
+    # the last block's output at the last position is all the metric reads
+    last = patch_residual(model, CLEAN, CORRUPTED, metric, layers=[-1], stream="layer_output", progress=False)
+    expected = torch.zeros(1, length)
+    expected[0, -1] = 1
+    torch.testing.assert_close(last.normalized().values, expected, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_residual_cell_matches_writing_the_previous_block_output(tiny_model, name):
+    model = tiny_model(name)
+    differ, _ = differing_position(model)
+    result = patch_residual(model, CLEAN, CORRUPTED, metric_for(model), layers=[1], positions=[differ, -1], progress=False)
+    source = clean_value(model, lambda: model.layers[0].layer_output)
+    for column, position in enumerate([differ, -1]):
+
+        def edit(position=position):
+            model.layers[0].layer_output[:, position] = source[:, position]
+
+        assert result.values[0, column].item() == pytest.approx(run_metric(model, CORRUPTED, edit), abs=ATOL)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_last_mlp_cell_matches_adding_its_change_to_the_block_output(tiny_model, name):
+    # layer_input + attention_output + mlp_output == layer_output, and the last MLP feeds nothing else
+    model = tiny_model(name)
+    last = model.num_layers - 1
+    result = patch_mlp_output(model, CLEAN, CORRUPTED, metric_for(model), layers=[last], positions=[-1], progress=False)
+    clean = clean_value(model, lambda: model.layers[last].mlp.mlp_output)
+    deltas = []
+    with torch.no_grad(), model.trace(CORRUPTED):
+        deltas.append((clean - model.layers[last].mlp.mlp_output).clone())
+
+    def edit():
+        model.layers[last].layer_output[:, -1] += deltas[0][:, -1]
+
+    assert result.values[0, 0].item() == pytest.approx(run_metric(model, CORRUPTED, edit), abs=ATOL)
+    assert result.values[0, 0].item() != pytest.approx(result.metric_corrupted, abs=ATOL)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_attention_cell_matches_an_in_place_edit(tiny_model, name):
+    model = tiny_model(name)
+    differ, _ = differing_position(model)
+    result = patch_attention_output(model, CLEAN, CORRUPTED, metric_for(model), layers=[0], positions=[differ], progress=False)
+    source = clean_value(model, lambda: model.layers[0].self_attn.attention_output)
+
+    def edit():
+        model.layers[0].self_attn.attention_output[:, differ] = source[:, differ]
+
+    assert result.values[0, 0].item() == pytest.approx(run_metric(model, CORRUPTED, edit), abs=ATOL)
+    assert result.values[0, 0].item() != pytest.approx(result.metric_corrupted, abs=ATOL)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_head_cell_matches_writing_that_head_into_the_output_projection(tiny_model, name):
+    model = tiny_model(name)
+    attention = model.layers[0].self_attn
+    head, width = 1, attention.head_dim
+    result = patch_heads(model, CLEAN, CORRUPTED, metric_for(model), layers=[0], heads=[head], progress=False)
+    source = clean_value(model, lambda: attention.o_proj.input)
+    span = slice(head * width, (head + 1) * width)
+
+    def edit():
+        attention.o_proj.input[..., span] = source[..., span]
+
+    assert result.values[0, 0].item() == pytest.approx(run_metric(model, CORRUPTED, edit), abs=ATOL)
+    assert result.values[0, 0].item() != pytest.approx(result.metric_corrupted, abs=ATOL)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("sweep", SWEEPS, ids=lambda f: f.__name__)
+def test_the_corrupted_run_moves_toward_the_clean_one_somewhere(tiny_model, name, sweep):
+    model = tiny_model(name)
+    differ, _ = differing_position(model)
+    result = sweep(model, CLEAN, CORRUPTED, metric_for(model), progress=False)
+    assert result.metric_clean != pytest.approx(result.metric_corrupted, abs=1e-3)
+    normalized = result.normalized().values
+    assert ((normalized > 0.05) & (normalized < 1.95)).any()
+    if result.axes[1] == "position":
+        # causal attention: positions before the change see identical runs
+        torch.testing.assert_close(normalized[:, :differ], torch.zeros(len(normalized), differ), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_axes_and_labels_name_the_grid(tiny_model, name):
+    model = tiny_model(name)
+    tokens = [model.tokenizer.decode([t]) for t in model.tokenizer(CLEAN)["input_ids"]]
+    layers = model.num_layers
+    result = patch_residual(model, CLEAN, CORRUPTED, metric_for(model), layers=[0, -1], positions=[-2, -1], progress=False)
+    assert result.axes == ("layer", "position")
+    assert result.values.shape == (2, 2) and result.values.dtype == torch.float32 and result.values.device.type == "cpu"
+    assert result.labels == {"layer": ["0", str(layers - 1)], "position": tokens[-2:]}
+    assert result.site == "layer_input"
+    full = patch_mlp_output(model, CLEAN, CORRUPTED, metric_for(model), progress=False)
+    assert full.values.shape == (layers, len(tokens))
+    assert full.labels == {"layer": [str(i) for i in range(layers)], "position": tokens}
+    heads = patch_heads(model, CLEAN, CORRUPTED, metric_for(model), progress=False)
+    assert heads.axes == ("layer", "head")
+    assert heads.values.shape == (layers, model.layers[0].self_attn.num_heads)
+    assert heads.labels == {"layer": [str(i) for i in range(layers)], "head": [str(h) for h in range(model.layers[0].self_attn.num_heads)]}
+
+
+def test_batches_pair_prompts_and_label_the_padded_first_row(tiny_model):
+    model = tiny_model("llama")
+    clean, corrupted = [CLEAN, "Hi J"], [CORRUPTED, "Hi M"]
+    result = patch_residual(model, clean, corrupted, metric_for(model), layers=[0], progress=False)
+    width = len(model.tokenizer(CLEAN)["input_ids"])
+    assert result.values.shape == (1, width)
+    # the batch's metric: the same batch patched at a position where neither pair differs leaves it corrupted
+    assert result.values[0, 0].item() == pytest.approx(result.metric_corrupted, abs=ATOL)
+    assert result.metric_clean == pytest.approx(run_metric(model, clean), abs=ATOL)
+
+
+def test_prompts_of_different_lengths_fail_before_the_model_runs(tiny_model):
+    model = tiny_model("llama")
+    calls = []
+    hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        with pytest.raises(ValueError, match="same length"):
+            patch_residual(model, CLEAN, CORRUPTED + " then", metric_for(model), progress=False)
+        with pytest.raises(ValueError, match="pairs them one to one"):
+            patch_heads(model, [CLEAN, CLEAN], [CORRUPTED], metric_for(model), progress=False)
+        with pytest.raises(IndexError, match="layer 9"):
+            patch_residual(model, CLEAN, CORRUPTED, metric_for(model), layers=[9], progress=False)
+    finally:
+        hook.remove()
+    assert not calls
+
+
+def test_a_metric_must_return_one_number(tiny_model):
+    model = tiny_model("llama")
+    with pytest.raises(ValueError, match="one number"):
+        patch_residual(model, CLEAN, CORRUPTED, lambda logits: logits[:, -1, :3], progress=False)
+
+
+def test_a_value_the_family_lacks_raises_its_unavailable(tiny_model):
+    with pytest.raises(Unavailable, match="parallel"):
+        patch_residual(tiny_model("gptj"), CLEAN, CORRUPTED, metric_for(tiny_model("gptj")), stream="layer_mid", progress=False)
+    sdpa = tiny_model("llama", attn_implementation="sdpa")
+    with pytest.raises(Unavailable, match="eager"):
+        patch_heads(sdpa, CLEAN, CORRUPTED, metric_for(sdpa), progress=False)
+
+
+def test_remote_local_gives_the_same_sweep(tiny_model):
+    model = tiny_model("llama")
+    kwargs = dict(layers=[1], positions=[-3, -1], progress=False)
+    here = patch_residual(model, CLEAN, CORRUPTED, metric_for(model), **kwargs)
+    local = patch_residual(model, CLEAN, CORRUPTED, metric_for(model), remote="local", **kwargs)
+    torch.testing.assert_close(local.values, here.values)
+
+
+def test_normalized_is_the_fraction_of_the_gap():
+    sweep = Sweep(torch.tensor([[1.0, 3.0], [2.0, 5.0]]), ("layer", "position"), {"layer": ["0", "1"], "position": ["a", "b"]}, 3.0, 1.0)
+    normalized = sweep.normalized()
+    torch.testing.assert_close(normalized.values, torch.tensor([[0.0, 1.0], [0.5, 2.0]]))
+    assert (normalized.metric_clean, normalized.metric_corrupted) == (1.0, 0.0)
+    torch.testing.assert_close(normalized.normalized().values, normalized.values)
+    assert normalized.labels == sweep.labels and normalized.axes == sweep.axes
+    with pytest.raises(ValueError, match="same metric"):
+        Sweep(sweep.values, sweep.axes, sweep.labels, 2.0, 2.0).normalized()
