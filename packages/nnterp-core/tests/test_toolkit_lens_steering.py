@@ -262,3 +262,23 @@ def test_run_prompts_tracks_each_targets_probability_through_an_edit(model):
     plain = run_prompts(model, prompts, progress=False)
     edited = run_prompts(model, prompts, edit=edit, progress=False)
     assert plain[0]["city"] != pytest.approx(edited[0]["city"], abs=1e-7)
+
+
+def test_the_model_methods_are_the_toolkit_functions(tiny_model):
+    # earlier nnterp users call model.steer(...) and model.skip_layers(...): the same edits
+    model = tiny_model("llama")
+    vector = torch.randn(model.hidden_size, generator=torch.Generator().manual_seed(0))
+    runs = []
+    for edit in (
+        lambda: None,
+        lambda: steer(model, [0, 1], vector, 2.0, token_positions=-1),
+        lambda: model.steer([0, 1], vector, 2.0, token_positions=-1),
+        lambda: skip_layers(model, 0, 1),
+        lambda: model.skip_layers(0, 1),
+    ):
+        with torch.no_grad(), model.trace(["Hello world", "The cat"]):
+            edit()
+            runs.append(model.logits.save())
+    plain, steered, steered_method, skipped, skipped_method = runs
+    assert torch.equal(steered, steered_method) and torch.equal(skipped, skipped_method)
+    assert not torch.allclose(steered, plain) and not torch.allclose(skipped, plain)

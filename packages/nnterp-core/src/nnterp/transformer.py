@@ -166,6 +166,18 @@ class StandardizedTransformer(TransformersModel):
         """
         return getattr(self.family, "project_on_vocab", unembed)(self, hidden)
 
+    def steer(self, layers: Any, vector: Tensor, factor: float = 1.0, *, token_positions: Any = None, batch_index: Any = None) -> None:
+        """Add ``factor * vector`` to the stream leaving each of ``layers``, inside a trace: ``nnterp.toolkit.steer``."""
+        from .toolkit.steering import steer
+
+        steer(self, layers, vector, factor, token_positions=token_positions, batch_index=batch_index)
+
+    def skip_layers(self, start: int, end: int, with_: Tensor | None = None) -> None:
+        """Skip blocks ``start`` to ``end`` inclusive, inside a trace: ``nnterp.toolkit.skip_layers``."""
+        from .toolkit.steering import skip_layers
+
+        skip_layers(self, start, end, with_)
+
     # -- sizes -------------------------------------------------------------------
 
     @property
