@@ -196,10 +196,16 @@ class Loaded:
 def construction(path: Path, repeats: int) -> dict[str, float]:
     from transformers import AutoModelForCausalLM
 
+    family = StandardizedTransformer(path).family
+
     return interleaved(
         {
             "TransformersModel(path) (nnsight)": lambda: plain_nnsight(path),
             "StandardizedTransformer(path)": lambda: StandardizedTransformer(path),
+            # the same nnsight construction handed the family's rename= and envoys= maps: what aliasing costs in nnsight
+            "TransformersModel(path, rename=, envoys=) (nnsight, the family's maps)": lambda: plain_nnsight(
+                path, rename=family.RENAME, envoys=family.ENVOYS
+            ),
             "from_pretrained(path) (transformers)": lambda: AutoModelForCausalLM.from_pretrained(path),
         },
         repeats,
@@ -268,6 +274,114 @@ def kit(workers: tuple[int, ...] = (1, 2)) -> dict[str, float]:
     return found
 
 
+#: item 4: every block's queries, keys, values, pattern, head outputs and both contributions
+CACHED = tuple(
+    f"layers.*.{name}"
+    for name in (
+        "self_attn.attention_queries",
+        "self_attn.attention_keys",
+        "self_attn.attention_values",
+        "self_attn.attention_probabilities",
+        "self_attn.attention_head_outputs",
+        "self_attn.attention_output",
+        "mlp.mlp_output",
+    )
+)
+#: the same values under transformer-lens' hook names
+LENS_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_pattern", "hook_z", "hook_attn_out", "hook_mlp_out")
+CACHE_PROMPTS = [f"{prompt} number {index}" for index, prompt in enumerate(PROMPTS * 4)]
+
+
+class PeakRss:
+    """The largest resident memory seen while the block runs, sampled every few milliseconds, over what it started at."""
+
+    def __enter__(self) -> "PeakRss":
+        import threading
+
+        self.start = self.peak = rss_mb()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.002):
+            self.peak = max(self.peak, rss_mb())
+
+    def __exit__(self, *exc: Any) -> None:
+        self._done.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
+
+    @property
+    def growth(self) -> float:
+        return self.peak - self.start
+
+
+def cache_runner(variant: str, path: Path) -> Callable[[], Any]:
+    """A function that caches item 4's values once with ``variant``: nnterp, or transformer-lens filtered or not."""
+    if variant == "nnterp":
+        from nnterp.toolkit import cache_values
+
+        model = StandardizedTransformer(path, attn_implementation="eager")
+        return lambda: cache_values(model, CACHE_PROMPTS, list(CACHED), batch_size=len(CACHE_PROMPTS), progress=False)
+    from transformer_lens.model_bridge import TransformerBridge
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    hf = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+    bridge = TransformerBridge.boot_transformers(str(path), hf_model=hf, tokenizer=AutoTokenizer.from_pretrained(path), device="cpu")
+    wanted = (lambda name: name.endswith(LENS_HOOKS)) if variant == "lens-filtered" else None
+
+    def run() -> Any:
+        with torch.no_grad():
+            return bridge.run_with_cache(CACHE_PROMPTS, names_filter=wanted)
+
+    return run
+
+
+def cache_worker(variant: str, path: Path, repeats: int) -> dict[str, float]:
+    """Peak memory of one variant of item 4, in a process of its own so the peak is its own: MB over the loaded model."""
+    run = cache_runner(variant, path)
+    run()  # warm: weights loaded, instrumentation installed
+    gc.collect()
+    with PeakRss() as memory:
+        for _ in range(repeats):
+            result = run()
+            del result
+    return {"peak": memory.growth}
+
+
+VARIANTS = {
+    "nnterp": "nnterp cache_values",
+    "lens-filtered": "transformer-lens run_with_cache, the same values (names_filter)",
+    "lens-everything": "transformer-lens run_with_cache, every hook",
+}
+
+
+def caching(path: Path, repeats: int, threads: int) -> tuple[dict[str, float], dict[str, float]] | str:
+    """Item 4: the variants' times interleaved in this process, and each one's peak memory in a process of its own."""
+    import json
+
+    try:
+        runners = {VARIANTS[variant]: cache_runner(variant, path) for variant in VARIANTS}
+    except ImportError:
+        return "transformer-lens is not installed: run with uv run --group bench"
+    times = interleaved(runners, repeats, warmup=1)
+    del runners
+    gc.collect()
+    peaks = {}
+    for variant, name in VARIANTS.items():
+        done = subprocess.run(
+            [sys.executable, __file__, "--cache-worker", variant, "--repeats", "3", "--threads", str(threads)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-2000:])
+        peaks[name] = json.loads(done.stdout.strip().splitlines()[-1])["peak"]
+    return times, peaks
+
+
 # -- the table -------------------------------------------------------------------------
 
 
@@ -297,11 +411,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=int, default=200, help="traces for the memory item (default 200)")
     parser.add_argument("--kit", action="store_true", help="also time the kit with one and two workers")
     parser.add_argument("--write", action="store_true", help="write the table into benchmarks/README.md")
+    parser.add_argument("--cache-worker", choices=("nnterp", "lens-filtered", "lens-everything"), help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     torch.set_num_threads(arguments.threads)
     from transformers.utils import logging
 
     logging.disable_progress_bar()
+    if arguments.cache_worker:
+        import json
+
+        print(json.dumps(cache_worker(arguments.cache_worker, gpt2_small(), arguments.repeats)))
+        return 0
 
     lines = [f"Machine: {machine()}.", "", "| item / variant | median | ratio to the item's first row |", "|---|---|---|"]
     for label, path in (("GPT-2 small size", gpt2_small()), ("tiny GPT-2", tiny_gpt2())):
@@ -318,10 +438,15 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.kit:
         print("== the kit", flush=True)
         lines += rows_of("the kit over every tiny checkpoint", kit(), unit="s")
-    lines.append(
-        "| **caching queries, keys, values, patterns, head outputs and contributions for 8 prompts** | | |"
-    )
-    lines.append("| nnterp's cache against transformer-lens' run_with_cache | not measured yet | |")
+    print("== caching", flush=True)
+    cached = caching(gpt2_small(), max(3, arguments.repeats // 3), arguments.threads)
+    title = "GPT-2 small size: every block's queries, keys, values, pattern, head outputs and contributions, 8 prompts"
+    if isinstance(cached, str):
+        lines += [f"| **{title}** | | |", f"| not measured: {cached} | | |"]
+    else:
+        times, peaks = cached
+        lines += rows_of(f"{title}: time", times)
+        lines += rows_of(f"{title}: peak memory over the loaded model", peaks, unit="MB")
     table = "\n".join(lines)
     print(table)
     if arguments.write:

@@ -282,3 +282,9 @@ def test_the_model_methods_are_the_toolkit_functions(tiny_model):
     plain, steered, steered_method, skipped, skipped_method = runs
     assert torch.equal(steered, steered_method) and torch.equal(skipped, skipped_method)
     assert not torch.allclose(steered, plain) and not torch.allclose(skipped, plain)
+
+
+def test_logit_lens_runs_remotely_as_it_runs_here(tiny_model):
+    # remote="local" ships the trace as a remote backend would, the family's classes by value
+    model = tiny_model("gemma2")
+    assert torch.equal(logit_lens(model, PROMPTS), logit_lens(model, PROMPTS, remote="local"))

@@ -237,7 +237,7 @@ def cache_values(
 
     encoding = model.tokenizer(list(prompts), padding=True, return_tensors="pt")
     input_ids, attention_mask = encoding["input_ids"], encoding["attention_mask"]
-    batches: list[list[Tensor]] = []
+    values: list[Tensor] = []
     separate = False
     for start in tqdm(range(0, len(prompts), batch_size), desc="cache_values", disable=not progress):
         batch = {
@@ -245,17 +245,26 @@ def cache_values(
             "attention_mask": attention_mask[start : start + batch_size],
         }
         read = partial(_read_batch, model, batch, hosts, requested, stop_at_layer, device, dtype, remote)
-        if not batches and not separate:
+        if start == 0:
             try:
-                batches.append(read(separate=False))
-                continue
+                found = read(separate=False)
             except OutOfOrderError:
                 # this family's forward serves its values in another order than its
                 # components declare them: give each value a worker of its own
                 separate = True
-        batches.append(read(separate=separate))
-    values = {name: torch.cat([batch[index] for batch in batches]) for index, name in enumerate(requested)}
-    return ValueCache(values, input_ids, attention_mask, model.num_layers)
+                found = read(separate=True)
+        else:
+            found = read(separate=separate)
+        if len(prompts) <= batch_size:
+            values = found  # one batch: its copies are the cache
+            break
+        if not values:
+            # every batch has the common padded length: one tensor per value, filled batch by batch
+            values = [torch.empty((len(prompts), *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device) for tensor in found]
+        for whole, part in zip(values, found):
+            whole[start : start + part.shape[0]] = part
+        del found
+    return ValueCache(dict(zip(requested, values)), input_ids, attention_mask, model.num_layers)
 
 
 def _read_batch(
