@@ -34,6 +34,7 @@ from .descriptors import TokenEProperty as TokenEProperty
 from .descriptors import unavailable as unavailable
 from .errors import FamilyMismatch as FamilyMismatch
 from .errors import FamilyNotFound as FamilyNotFound
+from .errors import MissingModule as MissingModule
 from .errors import SourceNotAvailable as SourceNotAvailable
 from .errors import Unavailable as Unavailable
 from .layouts import ExpertIndices as ExpertIndices

@@ -9,6 +9,7 @@ holds. ``DerivedEProperty`` computes a value from other served values, and
 
 from __future__ import annotations
 
+import types
 import typing
 from functools import partial
 from typing import Any, Callable
@@ -140,6 +141,10 @@ class EProperty(eproperty):
         """
         if self._preprocess is not None:
             hint = typing.get_type_hints(self._preprocess).get("return", Any)
+            # a value that may be None (a state before any call) has its tensor's layout
+            members = [member for member in typing.get_args(hint) if member is not type(None)]
+            if isinstance(hint, types.UnionType) and len(members) == 1:
+                hint = members[0]
             if hint is not Any:
                 return hint
         return self._inherited("layout")

@@ -17,6 +17,13 @@ class Unavailable(RuntimeError):
         super().__init__(f"{where}.{name} is unavailable: {reason}")
 
 
+class MissingModule(Unavailable, AttributeError):
+    """A block without one of the standard sublayers (a hybrid's attention block has no ``linear_attn``).
+
+    An ``AttributeError`` too, so ``hasattr(block, "linear_attn")`` still answers False.
+    """
+
+
 class SourceNotAvailable(_NnsightSourceNotAvailable):
     """A value pinned to an operation inside a forward that the forward no longer has.
 

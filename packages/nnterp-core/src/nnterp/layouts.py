@@ -49,11 +49,24 @@ ExpertIndices = Int[Tensor, f"{BATCH} {SEQ} {TOP_K}"]
 ExpertOutputs = Float[Tensor, f"{BATCH} {SEQ} {TOP_K} {HIDDEN}"]
 
 #: alias name by layout, for the repr line of a value
-NAMES: dict[int, str] = {
-    id(layout): name
-    for name, layout in dict(globals()).items()
-    if name[:1].isupper() and hasattr(layout, "dims") and not isinstance(layout, str)
-}
+NAMES: dict[int, str] = {}
+
+
+def declare(namespace: dict[str, Any]) -> None:
+    """Name the layouts a module declares (its capitalized jaxtyping aliases), so values print ``State``, not jaxtyping's spelling.
+
+    A package with layouts of its own calls ``declare(globals())`` at the end of its layouts module.
+    """
+    NAMES.update(
+        {
+            id(layout): name
+            for name, layout in namespace.items()
+            if name[:1].isupper() and hasattr(layout, "dims") and not isinstance(layout, str)
+        }
+    )
+
+
+declare(dict(globals()))
 
 
 def layout_name(layout: Any) -> str:

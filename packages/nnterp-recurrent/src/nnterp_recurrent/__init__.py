@@ -1,1 +1,16 @@
-"""nnterp_recurrent."""
+"""nnterp_recurrent: recurrent mixers (gated DeltaNet, Mamba-1, Mamba-2) and the hybrid families built on them.
+
+Each mixer is reachable as ``layers[i].linear_attn`` whatever its family calls
+it, beside ``self_attn`` on a hybrid's attention blocks; its contribution is
+``attention_output``, so the block identity holds on both kinds of block.
+"""
+
+import nnterp as _nnterp  # noqa: F401 - nnsight before transformers.models
+
+from .calls import per_call as per_call
+from .calls import pinned as pinned
+from .components import LinearAttention as LinearAttention
+from .components import RecurrentMixer as RecurrentMixer
+from .reasons import needs_recurrent_routing as needs_recurrent_routing
+from .routing import route_delta_rule as route_delta_rule
+from .routing import route_kernels as route_kernels

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .base import Case, CheckFailure, Gaps, check, expect_close, read, require
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, read, require
 
 
 @check("attention")
@@ -67,7 +67,9 @@ def written_pattern_moves_logits(model: Any, case: Case) -> str:
 @check("attention")
 def head_outputs_make_the_projection(model: Any, case: Case) -> str:
     """The head outputs, joined and through the output projection, are what the projection returns in the run."""
-    blocks = require(model, "self_attn.attention_head_outputs")
+    blocks = [layer for layer in require(model, "self_attn.attention_head_outputs") if hasattr(model.layers[layer].self_attn, "o_proj")]
+    if not blocks:
+        raise Skip("no block with head outputs projects them through an o_proj module (the projection is the module's own arithmetic)")
     gaps = Gaps()
     found: list = []
     with torch.no_grad(), model.trace(case.batch):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import typing
+
 import torch
 from nnterp import Unavailable, blocks_support
 from nnterp.layouts import axis_size, dims
@@ -16,6 +18,14 @@ _INPUT_AXES = {"batch": 0, "seq": 1, "query": 1, "key": 1}
 
 def _expected_shape(envoy: Any, layout: Any, shape: tuple[int, int]) -> tuple[int, ...]:
     return tuple(shape[_INPUT_AXES[axis]] if axis in _INPUT_AXES else axis_size(envoy, axis) for axis in dims(layout))
+
+
+def may_be_none(value: Any) -> bool:
+    """Whether a value's definition says it can be None (``State | None``: a state before any call)."""
+    function = getattr(value, "_preprocess", None)
+    if function is None:
+        return False
+    return type(None) in typing.get_args(typing.get_type_hints(function).get("return"))
 
 
 def _block_values(model: Any) -> list[tuple[str, Any]]:
@@ -34,11 +44,18 @@ def available_values_resolve(model: Any, case: Case) -> str:
         found: list = []
         with torch.no_grad(), model.trace(case.batch):
             for layer in blocks:
-                found.append(get(model.layers[layer], name).detach().clone())
+                value = get(model.layers[layer], name)
+                found.append(value if value is None else value.detach().clone())
         host, _, value = f"x.{name}".rpartition(".")
         for layer, tensor in zip(blocks, found):
             envoy = get(model.layers[layer], host[2:]) if host != "x" else model.layers[layer]
-            layout = type(envoy).values()[value].layout
+            served = type(envoy).values()[value]
+            if tensor is None:
+                if not may_be_none(served):
+                    raise CheckFailure(f"layers[{layer}].{name}: read None, but its layout says it is always a tensor")
+                count += 1
+                continue
+            layout = served.layout
             if layout is None:
                 continue
             expected = _expected_shape(envoy, layout, shape)

@@ -142,6 +142,27 @@ def verdict(name: str, model: Any, case: Any) -> Verdict:
 # -- helpers the checks share --------------------------------------------------------
 
 
+#: the children a block's sequence mixer may be: softmax attention, or a recurrent mixer (a hybrid's other blocks, an SSM's)
+MIXERS = ("self_attn", "linear_attn")
+
+
+def sublayers(model: Any, layer: int) -> tuple[str, ...]:
+    """The contributions block ``layer`` adds: its mixer's ``attention_output`` and its MLP's ``mlp_output``, those it has.
+
+    A block lacks a sublayer when the module is not there at all (an SSM
+    block has no MLP; a hybrid's block has one mixer or the other): it adds
+    nothing, and the identity holds without it.
+    """
+    block = model.layers[layer]
+    mixers = [f"{name}.attention_output" for name in MIXERS if hasattr(block, name)]
+    return (*mixers, *(("mlp.mlp_output",) if hasattr(block, "mlp") else ()))
+
+
+def mixer_of(model: Any, layer: int) -> str | None:
+    """The name of block ``layer``'s sequence mixer (``self_attn`` or ``linear_attn``), or None."""
+    return next((name for name in MIXERS if hasattr(model.layers[layer], name)), None)
+
+
 def get(envoy: Any, dotted: str) -> Any:
     """The value or child at a dotted name below ``envoy`` (``"self_attn.attention_output"``)."""
     for part in dotted.split("."):

@@ -13,6 +13,7 @@ WRITABLE = (
     "layer_input",
     "self_attn.attention_probabilities",
     "self_attn.attention_output",
+    "linear_attn.attention_output",
     "layer_mid",
     "mlp.mlp_neurons",
     "mlp.mlp_output",

@@ -6,24 +6,55 @@ from typing import Any
 
 import torch
 
-from .base import Case, CheckFailure, Gaps, check, expect_close, read, read_apart, require
+from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixer_of, read, require, sublayers
 
-CONTRIBUTION = ("layer_input", "self_attn.attention_output", "mlp.mlp_output", "layer_output")
+#: the stream values around a block's contributions
+BOUNDARIES = ("layer_input", "layer_output")
+
+
+def contribution_blocks(model: Any) -> dict[int, tuple[str, ...]]:
+    """The blocks whose contribution identity can be checked, each with the contributions it adds.
+
+    A block qualifies when its boundaries and every sublayer it has serve
+    their values; ``Skip`` says why when none does.
+    """
+    found = {}
+    for layer in range(model.num_layers):
+        names = (*BOUNDARIES, *sublayers(model, layer))
+        if all(layer in available(model, name) for name in names):
+            found[layer] = sublayers(model, layer)
+    if not found:
+        support = model.support()
+        reasons = {name: support.get(name) for name in ("layer_input", "self_attn.attention_output", "linear_attn.attention_output", "mlp.mlp_output", "layer_output") if support.get(name)}
+        raise Skip(f"no block serves its boundaries and every contribution it adds ({reasons})")
+    return found
+
+
+def read_contributions(model: Any, case: Case, blocks: dict[int, tuple[str, ...]]) -> dict[int, dict[str, Any]]:
+    """Each block's boundaries and contributions, one trace per value name, so no forward order is assumed between them."""
+    names = list(dict.fromkeys(name for terms in blocks.values() for name in (*BOUNDARIES, *terms)))
+    found: dict[int, dict[str, Any]] = {layer: {} for layer in blocks}
+    for name in names:
+        layers = [layer for layer, terms in blocks.items() if name in (*BOUNDARIES, *terms)]
+        for layer, value in zip(layers, read(model, case, [(layer, name) for layer in layers])):
+            found[layer][name] = value
+    return found
 
 
 @check("residual")
 def contribution(model: Any, case: Case) -> str:
-    """layer_input + attention_output + mlp_output == layer_output on every block."""
-    blocks = require(model, *CONTRIBUTION)
-    values = read_apart(model, case, CONTRIBUTION, blocks)
+    """layer_input + attention_output + mlp_output == layer_output on every block (the sublayers each block has)."""
+    blocks = contribution_blocks(model)
+    values = read_contributions(model, case, blocks)
     gaps = Gaps()
-    for index, layer in enumerate(blocks):
-        stream, attention, mlp, output = (values[name][index] for name in CONTRIBUTION)
+    for layer, terms in blocks.items():
+        found = values[layer]
+        total = found["layer_input"] + sum(found[name] for name in terms)
         gaps.add(
             expect_close(
-                f"layers[{layer}]: layer_input + attention_output + mlp_output against layer_output",
-                stream + attention + mlp,
-                output,
+                f"layers[{layer}]: layer_input + {' + '.join(name.split('.')[-1] for name in terms)} against layer_output",
+                total,
+                found["layer_output"],
             )
         )
     return str(gaps)
@@ -51,12 +82,18 @@ def stream_continuity(model: Any, case: Case) -> str:
 @check("residual")
 def mid_stream(model: Any, case: Case) -> str:
     """layer_mid == layer_input + attention_output where the block has a mid stream."""
-    names = ("layer_input", "self_attn.attention_output", "layer_mid")
-    blocks = require(model, *names)
-    values = read_apart(model, case, names, blocks)
+    blocks = {}
+    for layer in require(model, "layer_input", "layer_mid"):
+        mixer = mixer_of(model, layer)
+        if mixer is not None and layer in available(model, f"{mixer}.attention_output"):
+            blocks[layer] = (f"{mixer}.attention_output",)
+    if not blocks:
+        raise Skip("no block serves layer_mid beside its mixer's attention_output")
+    values = read_contributions(model, case, blocks)
+    mids = dict(zip(blocks, read(model, case, [(layer, "layer_mid") for layer in blocks])))
     gaps = Gaps()
-    for index, layer in enumerate(blocks):
-        stream, attention, mid = (values[name][index] for name in names)
+    for layer, (name,) in blocks.items():
+        stream, attention, mid = values[layer]["layer_input"], values[layer][name], mids[layer]
         gaps.add(expect_close(f"layers[{layer}]: layer_input + attention_output against layer_mid", stream + attention, mid))
     return str(gaps)
 

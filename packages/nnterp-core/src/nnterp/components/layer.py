@@ -5,6 +5,7 @@ from typing import Any, ClassVar
 from torch import Tensor
 
 from ..descriptors import EProperty
+from ..errors import MissingModule
 from ..layouts import Residual
 from .standard import Standard
 
@@ -22,6 +23,16 @@ class Layer(Standard):
 
     #: whether the block returns a tuple whose first element is the stream
     returns_tuple: ClassVar[bool] = False
+    #: the standard sublayers a block may lack: a hybrid's blocks have one mixer or the other, an SSM's no MLP
+    SUBLAYERS: ClassVar[tuple[str, ...]] = ("self_attn", "linear_attn", "mlp")
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name in self.SUBLAYERS:
+                raise MissingModule(self.path, name, f"no {name} module on this block") from None
+            raise
 
     @EProperty("input", "The residual stream entering this block")
     def layer_input(self, value: Tensor) -> Residual:

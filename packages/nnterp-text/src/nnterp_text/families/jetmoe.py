@@ -13,7 +13,7 @@ expert); the module then adds its own ``bias`` to every token, so
 in the sorted order, so ``expert_outputs`` says so.
 """
 
-from nnterp import unavailable
+from nnterp import Attention, unavailable
 from nnterp.components.mlp import MIXTURE
 from nnterp.families import default
 
@@ -52,5 +52,19 @@ class JetMoeMoe(TopKFirstMoe):
         return None
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.mlp": JetMoeMoe}
+class JetMoeAttention(Attention):
+    """A mixture of attention heads: each token's top-k attention experts make its queries and project its outputs.
+
+    The interface receives ``top_k`` query groups per token and the keys and
+    values repeated once per group, and the experts' ``reduce`` projects each
+    slot's head outputs and sums them: there is no ``o_proj`` module.
+    """
+
+    @property
+    def num_kv_heads(self) -> int:
+        """Key/value heads as the interface receives them: the projected ones, repeated once per routing slot."""
+        return self._module.num_key_value_heads * self._module.top_k
+
+
+RENAME = {**default.RENAME, "self_attention": "self_attn"}
+ENVOYS = {**default.ENVOYS, "layers.*.self_attn": JetMoeAttention, "layers.*.mlp": JetMoeMoe}

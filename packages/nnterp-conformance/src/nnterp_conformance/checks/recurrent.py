@@ -1,0 +1,182 @@
+"""Recurrent mixers: the state continues from call to call, the state after each token is the scan's, writes carry on.
+
+These run on every checkpoint with a recurrent mixer (a block's ``linear_attn``
+serving ``state_output``) and are not reported on the others. The checks that
+read the state after each token do it inside ``mixer.keeping_states()`` (the
+kernels routed token by token, or the chunks cut to one token) and leave the
+mixer as they found it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nnsight
+import torch
+
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close
+
+STEPS = 3
+
+
+def _recurrent(model: Any) -> list[int]:
+    """The blocks whose mixer is recurrent and serves its state."""
+    found = []
+    for layer in range(model.num_layers):
+        mixer = model.layers[layer].__dict__.get("linear_attn")
+        if mixer is not None and "state_output" in type(mixer).values() and mixer.support().get("state_output") is None:
+            found.append(layer)
+    return found
+
+
+def is_recurrent(model: Any) -> bool:
+    """Whether any block of ``model`` mixes tokens through a recurrent state."""
+    return bool(_recurrent(model))
+
+
+def _ids(model: Any, case: Case) -> list[int]:
+    prompt = case.prompts[0]
+    return list(prompt) if not isinstance(prompt, str) else model.tokenizer(prompt)["input_ids"]
+
+
+@check("recurrent", applies=is_recurrent)
+def state_continues_into_decode(model: Any, case: Case) -> str:
+    """Under generate, each decode step starts from the state the step before left (state_input == state_output)."""
+    blocks = _recurrent(model)
+    prompt = case.alone(0)
+    with torch.no_grad(), model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+        steps = nnsight.save([])
+        for _ in tracer.iter[:STEPS]:
+            step = []
+            for layer in blocks:
+                mixer = model.layers[layer].linear_attn
+                started = mixer.state_input
+                step.append((started, mixer.state_output.detach().clone()))
+            steps.append(step)
+    if len(steps) != STEPS:
+        raise CheckFailure(f"read {len(steps)} steps of {STEPS}")
+    gaps = Gaps()
+    for layer, (started, _) in zip(blocks, steps[0]):
+        if started is not None:
+            raise CheckFailure(f"layers[{layer}]: the prompt started from a state, not from none")
+    for index in range(1, STEPS):
+        for layer, (started, _), (_, left) in zip(blocks, steps[index], steps[index - 1]):
+            if started is None:
+                raise CheckFailure(f"step {index}, layers[{layer}]: the decode step started from no state")
+            gaps.add(expect_close(f"step {index}, layers[{layer}]: state_input against the step before's state_output", started, left))
+    return f"{STEPS} steps; {gaps}"
+
+
+@check("recurrent", applies=is_recurrent)
+def states_follow_the_scan(model: Any, case: Case) -> str:
+    """Token by token, states[:, -1] is state_output, state_after(t) is states[:, t], and the last state is the chunked kernel's."""
+    layer = case.pick(_recurrent(model))
+    mixer = model.layers[layer].linear_attn
+    with torch.no_grad(), model.trace(case.batch):
+        chunked = model.layers[layer].linear_attn.state_output.detach().clone().save()
+    with mixer.keeping_states():
+        with torch.no_grad(), model.trace(case.batch):
+            states = model.layers[layer].linear_attn.states.detach().clone().save()
+            left = model.layers[layer].linear_attn.state_output.detach().clone().save()
+        t = min(int(case.head * states.shape[1]), states.shape[1] - 1)
+        with torch.no_grad(), model.trace(case.batch):
+            after = model.layers[layer].linear_attn.state_after(t).detach().clone().save()
+    gaps = Gaps()
+    gaps.add(expect_close(f"layers[{layer}]: states[:, -1] against state_output", states[:, -1], left))
+    gaps.add(expect_close(f"layers[{layer}]: state_after({t}) against states[:, {t}]", after, states[:, t]))
+    gaps.add(expect_close(f"layers[{layer}]: the token-by-token state_output against the chunked kernel's", left, chunked))
+    return str(gaps)
+
+
+def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The prompt in two calls, the second over the first's cache: the second call's states and head outputs.
+
+    ``edit(mixer)`` runs in the first call (a write of its ``state_output``).
+    """
+    first, rest = torch.tensor([ids[:cut]]), torch.tensor([ids[cut:]])
+    with torch.no_grad(), model.trace(first, use_cache=True):
+        if edit is not None:
+            edit(model.layers[layer].linear_attn)
+        cache = model.output.past_key_values.save()
+    with torch.no_grad(), model.trace(rest, past_key_values=cache, use_cache=True):
+        mixer = model.layers[layer].linear_attn
+        states = mixer.states.detach().clone().save()
+        heads = mixer.attention_head_outputs.detach().clone().save()
+    return states, heads
+
+
+@check("recurrent", applies=is_recurrent)
+def split_prompt_continues(model: Any, case: Case) -> str:
+    """A prompt in two calls, the second over the first's cache, has the states and head outputs of one call."""
+    layer = case.pick(_recurrent(model))
+    ids = _ids(model, case)
+    if len(ids) < 3:
+        raise Skip("the prompt has fewer than 3 tokens to split")
+    cut = max(1, len(ids) // 2)
+    mixer = model.layers[layer].linear_attn
+    with mixer.keeping_states():
+        with torch.no_grad(), model.trace(torch.tensor([ids]), use_cache=True):
+            states = model.layers[layer].linear_attn.states.detach().clone().save()
+            heads = model.layers[layer].linear_attn.attention_head_outputs.detach().clone().save()
+        split_states, split_heads = _split(model, layer, ids, cut)
+    gaps = Gaps()
+    gaps.add(expect_close(f"layers[{layer}]: the second call's states against one call's after token {cut - 1}", split_states, states[:, cut:]))
+    gaps.add(expect_close(f"layers[{layer}]: the second call's head outputs against one call's", split_heads, heads[:, cut:]))
+    return str(gaps)
+
+
+@check("recurrent", applies=is_recurrent)
+def written_state_continues(model: Any, case: Case) -> str:
+    """set_state_after(t, v): the tokens after t continue from v, as a second call over a cache holding v does."""
+    layer = case.pick(_recurrent(model))
+    ids = _ids(model, case)
+    if len(ids) < 3:
+        raise Skip("the prompt has fewer than 3 tokens to split")
+    cut = max(1, len(ids) // 2)
+    t = cut - 1
+    whole = torch.tensor([ids])
+    mixer = model.layers[layer].linear_attn
+    with mixer.keeping_states():
+        if mixer.support().get("state") is not None:
+            raise Skip(f"layers[{layer}].linear_attn has no state per token to write: {mixer.support()['state']}")
+        with torch.no_grad(), model.trace(whole, use_cache=True):
+            original = model.layers[layer].linear_attn.state_after(t).detach().clone().save()
+            before = model.layers[layer].linear_attn.attention_head_outputs.detach().clone().save()
+        written = case.edited(original)
+        with torch.no_grad(), model.trace(whole, use_cache=True):
+            model.layers[layer].linear_attn.set_state_after(t, written)
+            after = model.layers[layer].linear_attn.attention_head_outputs.detach().clone().save()
+
+        def hand_set(first_mixer: Any) -> None:
+            first_mixer.state_output = written
+
+        _, continued = _split(model, layer, ids, cut, hand_set)
+    if torch.equal(after[:, cut:], before[:, cut:]):
+        raise CheckFailure(f"layers[{layer}]: writing the state after token {t} left the later tokens' outputs as they were")
+    if not torch.equal(after[:, :t], before[:, :t]):
+        raise CheckFailure(f"layers[{layer}]: writing the state after token {t} changed the outputs of tokens before it")
+    gap = expect_close(f"layers[{layer}]: the later tokens after the write against a call over a cache holding it", after[:, cut:], continued)
+    return f"state after token {t} written; largest gap {gap:.3g}"
+
+
+@check("recurrent", applies=is_recurrent)
+def gates_in_range(model: Any, case: Case) -> str:
+    """decays are non-positive and betas lie in the mixer's documented range, on every recurrent block."""
+    checked = 0
+    for layer in _recurrent(model):
+        mixer = model.layers[layer].linear_attn
+        support = mixer.support()
+        if support.get("decays") is not None or support.get("betas") is not None:
+            continue
+        with torch.no_grad(), model.trace(case.batch):
+            decays = model.layers[layer].linear_attn.decays.detach().clone().save()
+            betas = model.layers[layer].linear_attn.betas.detach().clone().save()
+        if (decays > 0).any():
+            raise CheckFailure(f"layers[{layer}]: decays reach {decays.max().item():.3g}, above 0")
+        low, high = type(mixer).BETA_RANGE
+        if (betas < low).any() or (betas > high).any():
+            raise CheckFailure(f"layers[{layer}]: betas span [{betas.min().item():.3g}, {betas.max().item():.3g}], outside [{low}, {high}]")
+        checked += 1
+    if not checked:
+        raise Skip("no recurrent block serves decays and betas")
+    return f"{checked} blocks in range"

@@ -1,0 +1,211 @@
+"""The mechanism every recurrent mixer shares: which kernel call a forward makes, and the state after each token."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Any, ClassVar, Iterator
+
+import torch
+from greenlet import getcurrent
+from nnsight.intervention.interleaver import Mediator
+from nnterp import DerivedEProperty, EProperty, Standard
+from nnterp.layouts import Residual
+from torch import Tensor
+
+from ..calls import per_call, pinned
+from ..layouts import State, States
+from ..reasons import needs_recurrent_routing
+from ..routing import calls, route_module
+
+
+def _prompt_state(envoy: Any) -> str:
+    return f"source.{envoy.CHUNK_KERNEL}.source.{envoy.KERNEL_BODY}.source.{envoy.STATE_OP}.output"
+
+
+class RecurrentMixer(Standard):
+    """A sequence mixer with a recurrent state, read at the kernel call its forward makes.
+
+    A subclass names its kernel calls (operations of the forward's
+    ``.source``) and declares its values at ``kernel_at("inputs")`` /
+    ``kernel_at("output")``:
+
+    - ``CHUNK_KERNEL``: the call a prompt runs through.
+    - ``RECURRENT_KERNEL``: the call each decode step of ``generate`` runs through.
+    - ``STATE_OP``: inside the token-by-token kernel, the binding of the state
+      after each token's update; None where the kernels never hold it.
+
+    ``kernel()`` is the call that fires on this call of the module, decided
+    once per call by the forward's own test (``continues``), so the same
+    values work in a trace and at every step of ``tracer.iter``. The state
+    after every token exists only in the token-by-token kernel: routing a
+    family's prompts through it (``route_kernels(model.family, "torch")``) is
+    the user's choice, as eager attention is.
+    """
+
+    CHUNK_KERNEL: ClassVar[str] = ""
+    RECURRENT_KERNEL: ClassVar[str] = ""
+    STATE_OP: ClassVar[str | None] = None
+    #: inside a kernel call, the call of the function that does the work (a transformers dispatcher's ``implementation``)
+    KERNEL_BODY: ClassVar[str] = "implementation_0"
+    #: the keyword a kernel takes the state it starts from under
+    INITIAL_STATE: ClassVar[str] = "initial_state"
+
+    @EProperty("output", "What the mixer adds to the residual stream")
+    def attention_output(self, value: Tensor) -> Residual:
+        """The mixer's contribution to the residual stream, ``[batch, seq, hidden_size]``: the module's output.
+
+        ``layer_input + attention_output == layer_mid`` on a pre-norm block, as
+        for softmax attention. In-place edits and assignment reach the model.
+        """
+        return value
+
+    # -- which call fires ------------------------------------------------------------
+
+    @classmethod
+    def kernel_names(cls) -> tuple[str, ...]:
+        """The modeling module's names the kernel calls go through (the operations without their ``_0``)."""
+        return tuple(dict.fromkeys(op.rsplit("_", 1)[0] for op in (cls.CHUNK_KERNEL, cls.RECURRENT_KERNEL) if op))
+
+    @classmethod
+    def torch_kernels(cls, module: Any) -> dict[str, Any]:
+        """What ``route_kernels(..., "torch")`` has each kernel's dispatcher call: the pure-torch function behind it."""
+        bound = {name: _pure(getattr(module, name)) for name in cls.kernel_names()}
+        if cls.STATE_OP is not None and cls.RECURRENT_KERNEL:
+            # the state after every token lives in the token-by-token kernel: the prompt runs through it too
+            token_loop = bound[cls.RECURRENT_KERNEL.rsplit("_", 1)[0]]
+            bound = {name: token_loop for name in bound}
+        return bound
+
+    #: the range betas lie in: (0, 1) for a sigmoid, wider where a family scales it
+    BETA_RANGE: ClassVar[tuple[float, float]] = (0.0, 1.0)
+
+    def route(self, mode: str) -> None:
+        """``route_kernels`` for this mixer's modeling module: ``"torch"`` or ``"default"`` (process-wide)."""
+        route_module(sys.modules[type(self._module).__module__], type(self), mode)
+
+    @contextmanager
+    def keeping_states(self) -> Iterator[None]:
+        """Within it, this mixer's calls keep the state after every token; outside, what they did before.
+
+        Routes the family's kernels token by token (``route("torch")``) and
+        back. A mixer that keeps the states another way overrides it (a Mamba-2
+        mixer shortens its chunks to one token). What the kit's recurrent checks use.
+        """
+        previous = self.routing()
+        self.route("torch")
+        try:
+            yield
+        finally:
+            self.route(previous)
+
+    def routing(self) -> str:
+        """``"torch"`` when this family's prompts run through the pure-torch kernels ``route_kernels`` binds, else ``"default"``."""
+        module = sys.modules[type(self._module).__module__]
+        names = self.kernel_names()
+        if names and all(calls(module, name) is function for name, function in self.torch_kernels(module).items()):
+            return "torch"
+        return "default"
+
+    def arguments(self) -> tuple[tuple, dict]:
+        """This call's ``(args, kwargs)``, read once per call at the module's input."""
+        return per_call(self, "arguments", lambda: Mediator.value(f"{self.path}.input"))
+
+    def continues(self) -> bool:
+        """The forward's own test: one token over a cached state takes the decode kernel.
+
+        Read from the call's arguments: a cache holding this layer's recurrent
+        state, and a sequence axis of 1.
+        """
+        args, kwargs = self.arguments()
+        hidden = args[0] if args else kwargs["hidden_states"]
+        cache = kwargs.get("cache_params", kwargs.get("past_key_values"))
+        if cache is None or hidden.shape[1] != 1:
+            return False
+        return cache.get_recurrent_state(self._module.layer_idx) is not None
+
+    def kernel(self) -> str:
+        """The kernel call that fires on this call of the mixer (``CHUNK_KERNEL`` or ``RECURRENT_KERNEL``).
+
+        Outside a run (a value's path in ``support`` or a repr) it is the prompt's.
+        """
+        if getattr(getcurrent(), "mediator", None) is None:
+            return self.CHUNK_KERNEL
+        return per_call(self, "kernel", lambda: self.RECURRENT_KERNEL if self.continues() else self.CHUNK_KERNEL)
+
+    @staticmethod
+    def kernel_at(end: str) -> Any:
+        """A key function: ``end`` (``"inputs"``, ``"output"``) of the kernel call this call makes."""
+        return lambda envoy: f"source.{envoy.kernel()}.{end}"
+
+    # -- the state after each token ----------------------------------------------------
+
+    @EProperty(_prompt_state, "The state after a token of the prompt, one occurrence per token", unavailable=needs_recurrent_routing)
+    def state(self, value: Tensor) -> State:
+        """The state after a token of the prompt, ``[batch, heads, key_dim, value_dim]``: one occurrence per token.
+
+        A location inside the token-by-token kernel, walked with nnsight's own
+        iteration: ``for t in tracer.iter[:]: mix.state`` reads the state after
+        every token, ``tracer.iter[4]`` the one after token 4, and an
+        assignment there is what the following tokens continue from. Outside
+        ``tracer.iter`` a read is the state after token 0. Needs
+        ``route_kernels(model.family, "torch")``.
+        """
+        return value
+
+    def _length(self) -> int:
+        args, kwargs = self.arguments()
+        hidden = args[0] if args else kwargs["hidden_states"]
+        return hidden.shape[1]
+
+    def state_after(self, t: int) -> Tensor:
+        """The state after token ``t`` of this call, ``[batch, heads, key_dim, value_dim]``."""
+        self._before_pin()
+        with pinned(self, t):
+            return self.state
+
+    def set_state_after(self, t: int, value: Tensor) -> None:
+        """Assign the state after token ``t``: the tokens after it continue from ``value``.
+
+        A write inside the prompt: read positions before ``t`` before it, and
+        after it afterwards (``states`` only before).
+        """
+        self._before_pin()
+        with pinned(self, t):
+            self.state = value
+
+    def _states(self) -> States:
+        """The state after every token of this call, ``[batch, seq, heads, key_dim, value_dim]``.
+
+        On a decode step, the step's one token: its ``state_output``.
+        """
+        if self.kernel() == self.RECURRENT_KERNEL:
+            return self.state_output.unsqueeze(1)
+        length = self._length()
+        self._before_pin()
+        found = []
+        for t in range(length):
+            with pinned(self, t):
+                found.append(self.state.clone())
+        return torch.stack(found, dim=1)
+
+    states = DerivedEProperty(
+        _states,
+        description="The recurrent state after every token of this call; needs route_kernels(family, 'torch')",
+        unavailable=needs_recurrent_routing,
+    )
+
+    def _before_pin(self) -> None:
+        # What a pinned read must not do itself: check availability, record the call, and drill into the
+        # kernels (a drill is a request too, and pinned to token t it would wait for the t-th kernel call).
+        state = type(self).values()["state"]
+        state._check(self)
+        self.kernel()
+        state._locate(self)
+
+
+def _pure(function: Any) -> Any:
+    """The pure-torch function behind a kernel dispatcher (``functools.wraps`` keeps it as ``__wrapped__``)."""
+    while hasattr(function, "__wrapped__"):
+        function = function.__wrapped__
+    return function

@@ -1,0 +1,126 @@
+"""Which kernels a family's recurrent mixers run: bound process-wide in the dispatchers of its modeling module.
+
+transformers calls each kernel through a name in the modeling module
+(``torch_chunk_gated_delta_rule``), bound at import to a dispatcher that
+calls ``implementation``: a compiled package's kernel where one is installed,
+else a pure-torch function. Only the pure-torch functions have Python source
+to read values inside, and only the token-by-token one materializes the state
+after every token, so routing is the user's choice, like eager attention.
+
+Routing sets what the dispatcher calls (its ``implementation`` cell), not the
+module's name: a forward nnsight has already instrumented runs on a copy of
+the module's globals, but shares the dispatcher, so the routing reaches it too.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+#: what each dispatcher called at import, by (modeling module, name)
+ORIGINALS: dict[tuple[str, str], Any] = {}
+MODES = ("torch", "default")
+#: the closure cell a transformers kernel dispatcher calls
+IMPLEMENTATION = "implementation"
+
+
+def modeling_modules(family: Any) -> list[ModuleType]:
+    """The transformers modeling modules a family's mixers live in (its ``MODELING``), or the module itself."""
+    names = getattr(family, "MODELING", None)
+    if names is None:
+        if getattr(family, "__name__", "").startswith("transformers.models."):
+            return [family]
+        raise TypeError(
+            f"{getattr(family, '__name__', family)!r} is neither a family module with MODELING (its transformers "
+            "modeling modules) nor a transformers modeling module; pass model.family"
+        )
+    return [importlib.import_module(name) for name in names]
+
+
+def mixer_classes(family: Any) -> list[type]:
+    """The recurrent mixer components a family wraps its modules in (its ``ENVOYS`` values)."""
+    from .components.mixer import RecurrentMixer
+
+    envoys = getattr(family, "ENVOYS", {})
+    found = [cls for cls in envoys.values() if isinstance(cls, type) and issubclass(cls, RecurrentMixer)]
+    if not found and hasattr(family, "ENVOYS"):
+        raise TypeError(f"{family.__name__} wraps no module in a recurrent mixer; nothing to route")
+    return found
+
+
+def _cell(dispatcher: Any) -> Any:
+    code = getattr(dispatcher, "__code__", None)
+    if code is None or IMPLEMENTATION not in code.co_freevars:
+        raise TypeError(
+            f"{getattr(dispatcher, '__qualname__', dispatcher)!r} is not a transformers kernel dispatcher "
+            f"(no {IMPLEMENTATION!r} it calls); this transformers release routes kernels another way"
+        )
+    return dispatcher.__closure__[code.co_freevars.index(IMPLEMENTATION)]
+
+
+def calls(module: ModuleType, name: str) -> Any:
+    """The function the dispatcher ``module.name`` calls now."""
+    return _cell(getattr(module, name)).cell_contents
+
+
+def original(module: ModuleType, name: str) -> Any:
+    """What the dispatcher ``module.name`` called before any routing."""
+    return ORIGINALS.setdefault((module.__name__, name), calls(module, name))
+
+
+def bind(module: ModuleType, bindings: dict[str, Any]) -> None:
+    """Make each dispatcher ``module.name`` call ``function``, remembering what it called at import."""
+    for name, function in bindings.items():
+        original(module, name)
+        _cell(getattr(module, name)).cell_contents = function
+
+
+def route_kernels(family: Any, mode: str) -> None:
+    """Bind a family's recurrent kernels, process-wide: ``"torch"`` for the pure-torch ones, ``"default"`` to restore.
+
+    ``"torch"`` binds each kernel name in the family's modeling modules to
+    transformers' pure-torch function: the slower path, the only one with
+    Python source to read values inside. Where the token-by-token kernel keeps
+    the state after every token, the prompt's kernel name is bound to it too,
+    so ``state``, ``states``, ``state_after`` and ``set_state_after`` read and
+    write the state at any position. It applies to every model of the family;
+    call it before tracing. ``family`` is ``model.family``, a family module, or
+    a transformers modeling module.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: one of {', '.join(map(repr, MODES))}")
+    modules = modeling_modules(family)
+    classes = mixer_classes(family) if hasattr(family, "ENVOYS") else None
+    for module in modules:
+        for cls in classes if classes is not None else _classes_for(module):
+            if all(hasattr(module, name) for name in cls.kernel_names()):
+                route_module(module, cls, mode)
+
+
+def route_module(module: ModuleType, cls: type, mode: str) -> None:
+    """Route the kernels mixer class ``cls`` names in one modeling module."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: one of {', '.join(map(repr, MODES))}")
+    if mode == "default":
+        bind(module, {name: original(module, name) for name in cls.kernel_names()})
+    else:
+        bind(module, cls.torch_kernels(module))
+
+
+def _classes_for(module: ModuleType) -> list[type]:
+    # a modeling module passed directly: every registered mixer component whose kernels it names
+    from .components.mixer import RecurrentMixer
+
+    def walk(cls: type) -> list[type]:
+        return [cls] + [sub for child in cls.__subclasses__() for sub in walk(child)]
+
+    return [cls for cls in walk(RecurrentMixer) if cls.CHUNK_KERNEL and all(hasattr(module, n) for n in cls.kernel_names())]
+
+
+def route_delta_rule(family: Any, rule: str) -> None:
+    """``route_kernels`` for a gated DeltaNet, in its words: ``"recurrent"`` (token by token) or ``"chunked"``."""
+    modes = {"recurrent": "torch", "chunked": "default"}
+    if rule not in modes:
+        raise ValueError(f"rule {rule!r}: 'recurrent' or 'chunked'")
+    route_kernels(family, modes[rule])
