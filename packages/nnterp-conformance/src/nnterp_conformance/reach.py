@@ -14,7 +14,10 @@ POST_LN_ENCODER = (
     "submodules, so no sublayer adds to a stream; not mapped yet"
 )
 MULTI_STREAM = "a multi-stream residual (hyper-connections): the stream is [batch, seq, streams, hidden], not one tensor"
-ASSISTANT = "does not build: the class default config fails its own validation (a KV-sharing assistant)"
+ASSISTANT = (
+    "does not build: the class default config fails its own validation (a KV-sharing assistant); and a drafter: "
+    "its forward reads the backbone's inputs_embeds and shared KV states, so it does not run on a prompt alone"
+)
 
 KINDS = {
     ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
@@ -22,14 +25,14 @@ KINDS = {
     RECURRENT: (
         "bailing_hybrid", "bamba", "falcon_h1", "falcon_mamba", "granitemoehybrid", "inkling2_text", "inkling_text",
         "jamba", "kimi_linear", "lfm2", "lfm2_moe", "lfm3", "mamba", "mamba2", "minimax", "nemotron_h", "olmo_hybrid",
-        "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text", "qwen3_next", "qwen4_exp", "qwen4_exp_text",
+        "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text", "qwen4_exp", "qwen4_exp_text",
         "recurrent_gemma", "rwkv", "xlstm", "zamba", "zamba2",
     ),
     VISION: ("fuyu", "gemma3", "gemma3n", "gemma4", "gemma4_unified", "got_ocr2", "mllama", "dots3_note"),
     POST_LN_ENCODER: (
-        "bert", "bert-generation", "big_bird", "camembert", "cpmant", "data2vec-text", "electra", "ernie", "git",
-        "megatron-bert", "rembert", "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "xlm", "xlm-roberta",
-        "xlm-roberta-xl", "xlnet", "xmod", "reformer",
+        "bert", "bert-generation", "big_bird", "camembert", "data2vec-text", "electra", "ernie",
+        "megatron-bert", "rembert", "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "xlm-roberta",
+        "xlm-roberta-xl", "xlnet", "xmod",
     ),
     MULTI_STREAM: ("deepseek_v4", "hy_v4"),
     ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
@@ -37,7 +40,6 @@ KINDS = {
 
 #: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
 STRUCTURE = {
-    "beam": "not mapped yet: sandwich norms with a depth-scaled residual add; its tiny config does not build with the shared sizes",
     "blt": (
         "three stacks: the global transformer runs over patches, not tokens, and the byte decoder has "
         "cross-attention between its layers, so no one block list carries the token stream"
@@ -46,9 +48,17 @@ STRUCTURE = {
         "a hierarchical recurrent model: each block runs several times per forward (H_cycles x L_cycles), "
         "so a value read on a block is one of several calls, and the logits come from the last"
     ),
-    "longcat_flash": (
-        "each layer holds two attention and MLP sub-blocks and a shortcut mixture added at its end, "
-        "so no one attention or MLP contribution is the layer's"
+    "xlm": (
+        "no block module: XLMModel keeps its sublayers in parallel ModuleLists (attentions, layer_norm1, ffns, "
+        "layer_norm2) and runs block i inline in its forward, so no module's input and output are a block's streams"
+    ),
+    "reformer": (
+        "a reversible residual: each block carries two streams (the attention adds to one, the feed-forward to the "
+        "other) concatenated on the hidden axis, so no one tensor is the stream"
+    ),
+    "cpmant": (
+        "not mapped yet: a pre-LN block, but every stream starts with prompt_length learned prompt tokens before the "
+        "input, its mask is bidirectional, and token id 0 is padding"
     ),
 }
 

@@ -2,6 +2,9 @@
 
 SERVED_BY: dict[str, tuple[str, ...]] = {
     'nnterp-recurrent': (
+        'olmo_hybrid',
+        'qwen3_5_moe_text',
+        'qwen3_5_text',
         'qwen3_next',
     ),
     'nnterp-text': (
@@ -11,6 +14,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'aria_text',
         'axk1',
         'axk2',
+        'beam',
         'bert',
         'bert-generation',
         'big_bird',
@@ -51,6 +55,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'gemma3n_text',
         'gemma4_text',
         'gemma4_unified_text',
+        'git',
         'glm',
         'glm4',
         'glm4_moe',
@@ -82,6 +87,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'laguna',
         'llama4',
         'llama4_text',
+        'longcat_flash',
         'megatron-bert',
         'mellum',
         'mimo_v2_flash',

@@ -6,5 +6,9 @@ from nnterp.tiny import TinyConfig
 DELTANET = {"linear_key_head_dim": 8, "linear_value_head_dim": 8, "linear_num_key_heads": 2, "linear_num_value_heads": 4}
 
 TINY_CONFIGS = {
-    "qwen3_next": TinyConfig("qwen3_next", DELTANET),
+    **{model_type: TinyConfig(model_type, DELTANET) for model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")},
+    # betas doubled into (0, 2), the config's default
+    "olmo_hybrid": TinyConfig("olmo_hybrid", DELTANET),
+    # betas a plain sigmoid, in (0, 1)
+    "olmo_hybrid-sigmoid": TinyConfig("olmo_hybrid", {**DELTANET, "linear_allow_neg_eigval": False}),
 }

@@ -103,6 +103,11 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "laguna": TinyConfig("laguna", {"num_hidden_layers": 3, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"], "sliding_window": 4, "num_attention_heads_per_layer": [4, 8, 4]}),
     "deepseek_v2": TinyConfig("deepseek_v2", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_experts_per_tok": 2}),
     "mixtral": TinyConfig("mixtral"),
+    # Beam's default n_group=8 cannot split the shrunk experts
+    "beam": TinyConfig("beam", {"num_experts": 8, "n_group": 4, "topk_group": 2, "sliding_window": 4}),
+    "git": TinyConfig("git"),
+    # RoPE is sized by head_dim, which must equal qk_rope_head_dim; the aliased sizes are not shrunk by name
+    "longcat_flash": TinyConfig("longcat_flash", {"zero_expert_num": 2, "head_dim": 8, "num_key_value_heads": 4, "moe_topk": 2, "ffn_hidden_size": 128, "expert_ffn_hidden_size": 32}),
     **{model_type: TinyConfig(model_type) for model_type in ("jetmoe", "llama4", "llama4_text")},
     **{
         model_type: TinyConfig(model_type)

@@ -18,6 +18,18 @@ def _up_half(mlp: Any) -> Any:
     return None
 
 
+def _up_first(mlp: Any) -> bool:
+    """Whether the MLP computes what it multiplies by before its activation (a fused ``gate_up_proj``; Beam's ``up_proj``)."""
+    if "gate_up_proj" in mlp.__dict__:
+        return True
+    if "up_proj" not in mlp.__dict__:
+        return False
+    names = list(mlp.source.names)
+    up = next((index for index, name in enumerate(names) if name.startswith("self_up_proj_")), None)
+    act = next((index for index, name in enumerate(names) if name.startswith("self_act_fn_")), None)
+    return up is not None and act is not None and up < act
+
+
 @check("mlp")
 def neurons_make_contribution(model: Any, case: Case) -> str:
     """The neurons are the activation (times up_proj on a gated MLP), and down_proj of them is what it returns in the run."""
@@ -27,11 +39,10 @@ def neurons_make_contribution(model: Any, case: Case) -> str:
     with torch.no_grad(), model.trace(case.batch):
         for layer in blocks:
             mlp = model.layers[layer].mlp
-            # a fused gate_up_proj runs before the activation, a separate up_proj after it
-            fused = "gate_up_proj" in mlp.__dict__
-            up = _up_half(mlp) if fused else None
+            first = _up_first(mlp)
+            up = _up_half(mlp) if first else None
             activation = mlp.mlp_activation.detach().clone()
-            up = up if fused else _up_half(mlp)
+            up = up if first else _up_half(mlp)
             neurons = mlp.mlp_neurons
             projected = mlp.down_proj(neurons).detach().clone()
             found.append((layer, activation, up, neurons.detach().clone(), projected, mlp.down_proj.output.detach().clone()))

@@ -12,7 +12,8 @@ from .base import Case, CheckFailure, check
 
 def _resolve(envoy: Any, path: str) -> Any:
     for part in path.split("."):
-        envoy = envoy.__dict__.get(part)
+        # "root" is nnsight's way to the model's root from any envoy (GIT's head is the root's own "output")
+        envoy = envoy.root if part == "root" else envoy.__dict__.get(part)
         if envoy is None:
             return None
     return envoy

@@ -173,7 +173,7 @@ def gates_in_range(model: Any, case: Case) -> str:
             betas = model.layers[layer].linear_attn.betas.detach().clone().save()
         if (decays > 0).any():
             raise CheckFailure(f"layers[{layer}]: decays reach {decays.max().item():.3g}, above 0")
-        low, high = type(mixer).BETA_RANGE
+        low, high = mixer.BETA_RANGE
         if (betas < low).any() or (betas > high).any():
             raise CheckFailure(f"layers[{layer}]: betas span [{betas.min().item():.3g}, {betas.max().item():.3g}], outside [{low}, {high}]")
         checked += 1
