@@ -7,7 +7,24 @@ this table.
 
 ENCODER_DECODER = "an encoder-decoder: its causal-LM class is the decoder half, with cross-attention to an encoder"
 AUDIO = "an audio model: its causal LM decodes audio codes or transcripts"
-RECURRENT = "a recurrent or hybrid mixer (state-space, linear attention, short convolution): nnterp-recurrent's issue"
+RECURRENT = "a state-space mixer (Mamba-1, Mamba-2) or hybrid: nnterp-recurrent's scans, not mapped yet"
+SHORT_CONV = (
+    "a short causal convolution mixer (LFM2's, Inkling's): no state beyond the conv window, and no component "
+    "serves a conv mixer yet"
+)
+KDA = (
+    "Kimi delta attention: the gated delta rule with per-channel decays (a LinearAttention subclass to write), "
+    "its mixer at self_attn on its linear blocks beside softmax self_attn on the others; not mapped yet"
+)
+OWN_RECURRENCE = (
+    "a recurrence of its own (MiniMax's lightning attention, RG-LRU, RWKV's wkv, xLSTM's mLSTM) that no "
+    "nnterp-recurrent component serves yet"
+)
+VL_CONFIG = (
+    "the vision-language config of a text family served under its text type (qwen3_5_text, qwen3_5_moe_text): "
+    "the causal LM reads its text_config; the wrapper is nnterp-vision's"
+)
+QSA = "does not build tiny: its QSA indexer divides token_budget by compress_ratio, which the config leaves None"
 VISION = "a vision-language wrapper: nnterp-vision's issue (its text model is served where it has a type of its own)"
 POST_LN_ENCODER = (
     "a BERT-style post-LN encoder used as a decoder: the residual is added and normalized inside its "
@@ -23,11 +40,14 @@ KINDS = {
     ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
     AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
     RECURRENT: (
-        "bailing_hybrid", "bamba", "falcon_h1", "falcon_mamba", "granitemoehybrid", "inkling2_text", "inkling_text",
-        "jamba", "kimi_linear", "lfm2", "lfm2_moe", "lfm3", "mamba", "mamba2", "minimax", "nemotron_h", "olmo_hybrid",
-        "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text", "qwen4_exp", "qwen4_exp_text",
-        "recurrent_gemma", "rwkv", "xlstm", "zamba", "zamba2",
+        "bamba", "falcon_h1", "falcon_mamba", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba",
+        "zamba2",
     ),
+    SHORT_CONV: ("inkling2_text", "inkling_text", "lfm2", "lfm2_moe", "lfm3"),
+    KDA: ("bailing_hybrid", "kimi_linear"),
+    OWN_RECURRENCE: ("minimax", "recurrent_gemma", "rwkv", "xlstm"),
+    VL_CONFIG: ("qwen3_5", "qwen3_5_moe"),
+    QSA: ("qwen4_exp", "qwen4_exp_text"),
     VISION: ("fuyu", "gemma3", "gemma3n", "gemma4", "gemma4_unified", "got_ocr2", "mllama", "dots3_note"),
     POST_LN_ENCODER: (
         "bert", "bert-generation", "big_bird", "camembert", "data2vec-text", "electra", "ernie",

@@ -11,6 +11,7 @@ import torch
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
+from ._aliasing import spellings_kept
 from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
@@ -105,7 +106,8 @@ class StandardizedTransformer(TransformersModel):
         # nnsight takes the first matching path key, so the caller's come first
         envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}
         envoys = with_tensor_parallel(envoys, model, kwargs)
-        super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
+        with spellings_kept():
+            super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
         missing = [name for name in root_names(family) if name not in self.__dict__]
         if missing:
             raise FamilyMismatch(
