@@ -15,7 +15,9 @@ from nnterp_conformance.runner import assert_conforms
 from nnterp_recurrent import LinearAttention, route_delta_rule, route_kernels
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-CHECKPOINTS = ["qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "olmo_hybrid-sigmoid"]
+CHECKPOINTS = [
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "olmo_hybrid-sigmoid", "kimi_linear", "bailing_hybrid",
+]
 
 
 @pytest.fixture
@@ -120,3 +122,25 @@ def test_routing_takes_a_family_or_a_modeling_module(model):
         route_kernels(model.family, "fast")
     with pytest.raises(TypeError, match="pass model.family"):
         route_kernels(torch, "torch")
+
+
+def test_kimi_delta_blocks_go_by_linear_attn_alone(tiny_model):
+    # the model calls both mixers self_attn; a delta block's is linear_attn, and has no self_attn
+    model = tiny_model("kimi_linear")
+    delta, softmax = model.layers[0], model.layers[1]
+    assert type(delta.linear_attn).__name__ == "KimiDeltaAttention"
+    with pytest.raises(MissingModule, match="no self_attn module"):
+        delta.self_attn
+    assert not hasattr(softmax, "linear_attn")
+    support = model.support()
+    assert support["self_attn.attention_probabilities"][0] == "no self_attn module on this block"
+    assert support["linear_attn.decays"] == {1: "no linear_attn module on this block"}
+
+
+def test_kimi_decays_are_per_key_channel(tiny_model):
+    model = tiny_model("kimi_linear")
+    mixer = model.layers[0].linear_attn
+    with torch.no_grad(), model.trace(PROMPTS[1]):
+        decays = mixer.decays.save()
+    assert decays.shape[2:] == (mixer.num_heads, mixer.key_dim)
+    assert (decays <= 0).all()

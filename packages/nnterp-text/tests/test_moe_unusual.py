@@ -20,11 +20,8 @@ MOE = {"neurons_make_contribution"}
 NO_SLOTS = {"rerouted_slot_runs_the_new_expert"}
 #: Llama 4's scores scale the experts' inputs: no expert_weights, so no slot to zero (its choices are still checked)
 INPUT_SCALED = {"zeroed_slot_leaves_the_sum"} | NO_SLOTS
-#: JetMoE's attention is a mixture of attention experts under self_attention, which no family serves yet
-NO_ATTENTION = {
-    "contribution", "mid_stream", "contribution_at_every_step", "pattern_is_softmax_of_scores",
-    "written_pattern_moves_logits", "head_outputs_make_the_projection",
-}
+#: JetMoE's attention experts project their own head outputs (experts.reduce): no o_proj to check them through
+NO_O_PROJ = {"head_outputs_make_the_projection"}
 #: the block scales the stream by layer_scalar after the MLP: no mlp_output
 SCALED_STREAM = {"contribution", "contribution_at_every_step"}
 #: one expert per token: no second slot to keep or reroute to
@@ -38,7 +35,7 @@ SKIPS = {
     "granitemoe_swa": MOE,
     "dbrx": MOE | NO_SLOTS,
     "dbrx-l2": MOE | NO_SLOTS,
-    "jetmoe": MOE | NO_SLOTS | NO_ATTENTION,
+    "jetmoe": MOE | NO_SLOTS | NO_O_PROJ,
     "llama4_text": MOE | INPUT_SCALED,
     "llama4_text-dense": INPUT_SCALED,  # the dense first block has its neurons
     "llama4": MOE | INPUT_SCALED,

@@ -7,14 +7,22 @@ this table.
 
 ENCODER_DECODER = "an encoder-decoder: its causal-LM class is the decoder half, with cross-attention to an encoder"
 AUDIO = "an audio model: its causal LM decodes audio codes or transcripts"
-RECURRENT = "a state-space mixer (Mamba-1, Mamba-2) or hybrid: nnterp-recurrent's scans, not mapped yet"
+NEMOTRON_H = (
+    "every block keeps its one sublayer, of whichever kind (Mamba-2, attention, MLP, mixture), in a child named "
+    "mixer: it needs class-keyed names and a mixture component for its ungated experts; not mapped yet"
+)
+FALCON_H1 = (
+    "a parallel hybrid: Mamba-2 and attention read one norm's output in the same block under muP multipliers, and "
+    "its decode step gates y inside the update kernel; not mapped yet"
+)
+ZAMBA = (
+    "its Mamba-1 mixer runs the scan once per head in a Python loop, each head with its own B and C, so one "
+    "forward makes a kernel call per head, which SelectiveScan does not gather; not mapped yet"
+)
+ZAMBA2 = "shared attention blocks wrapped in a hybrid layer beside the Mamba-2 blocks; not mapped yet"
 SHORT_CONV = (
     "a short causal convolution mixer (LFM2's, Inkling's): no state beyond the conv window, and no component "
     "serves a conv mixer yet"
-)
-KDA = (
-    "Kimi delta attention: the gated delta rule with per-channel decays (a LinearAttention subclass to write), "
-    "its mixer at self_attn on its linear blocks beside softmax self_attn on the others; not mapped yet"
 )
 OWN_RECURRENCE = (
     "a recurrence of its own (MiniMax's lightning attention, RG-LRU, RWKV's wkv, xLSTM's mLSTM) that no "
@@ -39,12 +47,11 @@ ASSISTANT = (
 KINDS = {
     ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
     AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
-    RECURRENT: (
-        "bamba", "falcon_h1", "falcon_mamba", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba",
-        "zamba2",
-    ),
+    NEMOTRON_H: ("nemotron_h",),
+    FALCON_H1: ("falcon_h1",),
+    ZAMBA: ("zamba",),
+    ZAMBA2: ("zamba2",),
     SHORT_CONV: ("inkling2_text", "inkling_text", "lfm2", "lfm2_moe", "lfm3"),
-    KDA: ("bailing_hybrid", "kimi_linear"),
     OWN_RECURRENCE: ("minimax", "recurrent_gemma", "rwkv", "xlstm"),
     VL_CONFIG: ("qwen3_5", "qwen3_5_moe"),
     QSA: ("qwen4_exp", "qwen4_exp_text"),
@@ -57,6 +64,9 @@ KINDS = {
     MULTI_STREAM: ("deepseek_v4", "hy_v4"),
     ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
 }
+
+#: the reasons that are about a recurrent or hybrid mixer: the report's recurrent section lists their types
+RECURRENT_KINDS = (NEMOTRON_H, FALCON_H1, ZAMBA, ZAMBA2, SHORT_CONV, OWN_RECURRENCE, VL_CONFIG, QSA)
 
 #: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
 STRUCTURE = {

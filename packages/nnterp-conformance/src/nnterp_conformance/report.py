@@ -84,10 +84,28 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
         "checks": checks,
         "unavailable": unavailable_reasons(model),
         "mixture": model_type in mixture_types(),
+        "recurrent": recurrent_mixers(model),
     }
     if failed:
         entry["reason"] = "fails " + ", ".join(failed)
     return entry
+
+
+#: the recurrent mixer components, most general last: the report names a mixer by the first its class is
+MIXER_KINDS = ("LinearAttention", "SelectiveScan", "StateSpace", "RecurrentMixer")
+
+
+def recurrent_mixers(model: Any) -> dict[str, Any] | None:
+    """Which blocks of ``model`` mix tokens through a recurrent state, and which kinds of mixer they are; None where none does."""
+    kinds: dict[str, list[int]] = {}
+    for layer in range(model.num_layers):
+        mixer = model.layers[layer].__dict__.get("linear_attn")
+        if mixer is None:
+            continue
+        names = [klass.__name__ for klass in type(mixer).__mro__]
+        kind = next((name for name in MIXER_KINDS if name in names), type(mixer).__name__)
+        kinds.setdefault(kind, []).append(layer)
+    return {"kinds": kinds, "blocks": model.num_layers} if kinds else None
 
 
 def out_of_reach(model_type: str) -> dict[str, Any]:
@@ -209,6 +227,7 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
         missing = "<br>".join(f"{', '.join(names)}: {_text(reason)}" for reason, names in by_reason.items()) or "none"
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |")
     lines += mixture_section(records, rows)
+    lines += recurrent_section(records, rows)
     lines += ["", "## Out of reach", "", "| model type | why |", "|---|---|"]
     lines += [f"| {entry['model_type']} | {_text(entry['reason'])} |" for entry in records if entry["status"] == OUT_OF_REACH]
     return "\n".join(lines) + "\n"
@@ -242,6 +261,34 @@ def mixture_section(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -
         missing = "<br>".join(f"{', '.join(names)}: {_text(reason)}" for reason, names in by_reason.items())
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {passed}/{len(routing_checks)} | {missing or 'none'} |")
     for entry in (entry for entry in records if entry.get("mixture") and entry["status"] == OUT_OF_REACH):
+        lines.append(f"| {entry['model_type']} | | out of reach: {_text(entry['reason'])} | |")
+    return lines
+
+
+def recurrent_section(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:
+    """The table of the recurrent and hybrid model types: each checkpoint's mixers and recurrent checks, and why the rest are not served."""
+    from .checks import CHECKS
+    from .reach import RECURRENT_KINDS
+
+    state_checks = [name for name, found in CHECKS.items() if found.kind == "recurrent"]
+    lines = [
+        "",
+        "## Recurrent mixers and hybrids",
+        "",
+        f"The {len(state_checks)} recurrent checks ({', '.join(f'`{name}`' for name in state_checks)}) on every checkpoint "
+        "with a recurrent mixer (`layers[i].linear_attn`), besides the block identity on both kinds of block.",
+        "",
+        "| model type | checkpoint | recurrent blocks | recurrent checks passed |",
+        "|---|---|---|---|",
+    ]
+    for entry in (entry for entry in rows if entry.get("recurrent")):
+        ran = {name: status for name, status in entry["checks"].items() if name in state_checks}
+        passed = sum(status == PASS for status in ran.values())
+        skipped = [name for name, status in ran.items() if status == "skip"]
+        kinds = "; ".join(f"`{kind}` {blocks}" for kind, blocks in entry["recurrent"]["kinds"].items())
+        counts = f"{passed}/{len(state_checks)}" + (f" (skipped: {', '.join(skipped)})" if skipped else "")
+        lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {_text(kinds)} of {entry['recurrent']['blocks']} | {counts} |")
+    for entry in (entry for entry in records if entry["status"] == OUT_OF_REACH and entry.get("reason") in RECURRENT_KINDS):
         lines.append(f"| {entry['model_type']} | | out of reach: {_text(entry['reason'])} | |")
     return lines
 

@@ -2,6 +2,14 @@
 
 SERVED_BY: dict[str, tuple[str, ...]] = {
     'nnterp-recurrent': (
+        'bailing_hybrid',
+        'bamba',
+        'falcon_mamba',
+        'granitemoehybrid',
+        'jamba',
+        'kimi_linear',
+        'mamba',
+        'mamba2',
         'olmo_hybrid',
         'qwen3_5_moe_text',
         'qwen3_5_text',

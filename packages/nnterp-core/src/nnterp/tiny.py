@@ -101,7 +101,8 @@ def shrunk_fields(cls: type) -> dict[str, Any]:
             sizes[name] = sub(**shrunk_fields(sub))
     for name in PER_LAYER:
         kinds = _default(default, name)
-        if isinstance(kinds, (list, tuple)) and kinds:
+        # a per-layer list a config only derives (a read-only property, Mamba's layer_types) is not set
+        if isinstance(kinds, (list, tuple)) and kinds and name in declared and name not in aliases:
             distinct = list(dict.fromkeys(kinds))
             while len(distinct) < sizes.get("num_hidden_layers", 2):
                 distinct.append(distinct[-1])

@@ -20,6 +20,8 @@ LinearQK = Float[Tensor, f"{BATCH} {SEQ} {KEY_HEADS} {KEY_DIM}"]
 LinearV = Float[Tensor, f"{BATCH} {SEQ} {MIXER_HEADS} {VALUE_DIM}"]
 #: one number per token and head: a gate, a write strength
 Gates = Float[Tensor, f"{BATCH} {SEQ} {MIXER_HEADS}"]
+#: one number per token, head and key channel: Kimi delta attention's per-channel gate
+ChannelGates = Float[Tensor, f"{BATCH} {SEQ} {MIXER_HEADS} {KEY_DIM}"]
 LinearHeadOutputs = Float[Tensor, f"{BATCH} {SEQ} {MIXER_HEADS} {VALUE_DIM}"]
 #: the recurrent state: one key_dim x value_dim matrix per head
 State = Float[Tensor, f"{BATCH} {MIXER_HEADS} {KEY_DIM} {VALUE_DIM}"]

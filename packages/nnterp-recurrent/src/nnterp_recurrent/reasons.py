@@ -14,3 +14,13 @@ def needs_recurrent_routing(envoy: Any) -> str | None:
         "run through its chunked kernel, which carries the state between chunks; call "
         "nnterp_recurrent.route_kernels(model.family, 'torch') before tracing (slower on long prompts)"
     )
+
+
+def needs_torch_kernels(envoy: Any) -> str | None:
+    """Why a value read inside the kernels' own bodies is unavailable: they are not bound to the pure-torch functions."""
+    if envoy.routing() == "torch":
+        return None
+    return (
+        "the kernels are a compiled package's (mamba_ssm), with no Python source to read inside; call "
+        "nnterp_recurrent.route_kernels(model.family, 'torch') before tracing to run transformers' pure-torch ones"
+    )

@@ -154,8 +154,8 @@ def sublayers(model: Any, layer: int) -> tuple[str, ...]:
     nothing, and the identity holds without it.
     """
     block = model.layers[layer]
-    mixers = [f"{name}.attention_output" for name in MIXERS if hasattr(block, name)]
-    return (*mixers, *(("mlp.mlp_output",) if hasattr(block, "mlp") else ()))
+    mixer = mixer_of(model, layer)
+    return (*((f"{mixer}.attention_output",) if mixer else ()), *(("mlp.mlp_output",) if hasattr(block, "mlp") else ()))
 
 
 def mixer_of(model: Any, layer: int) -> str | None:

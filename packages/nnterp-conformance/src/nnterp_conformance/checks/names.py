@@ -10,7 +10,11 @@ from nnterp.transformer import root_names
 from .base import Case, CheckFailure, check
 
 
-def _resolve(envoy: Any, path: str) -> Any:
+def _resolve(envoy: Any, path: str | type) -> Any:
+    if isinstance(path, type):
+        # a class key names the one direct child whose module is an instance of it (a hybrid's mixer)
+        children = [child for child in envoy.__dict__.get("_children", ()) if isinstance(child._module, path)]
+        return children[0] if len(children) == 1 else None
     for part in path.split("."):
         # "root" is nnsight's way to the model's root from any envoy (GIT's head is the root's own "output")
         envoy = envoy.root if part == "root" else envoy.__dict__.get(part)

@@ -9,6 +9,7 @@ mixer as they found it.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import nnsight
@@ -92,17 +93,26 @@ def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -
     """The prompt in two calls, the second over the first's cache: the second call's states and head outputs.
 
     ``edit(mixer)`` runs in the first call (a write of its ``state_output``).
+    The cache is handed back under the name the model's forward takes it by
+    (``cache_params`` on Mamba). A mixer whose call of several tokens starts
+    from zeros rather than the cache (``PROMPT_TAKES_STATE = False``: Mamba-1)
+    continues from it only one token a call, as decode steps, so the rest is
+    fed so.
     """
-    first, rest = torch.tensor([ids[:cut]]), torch.tensor([ids[cut:]])
-    with torch.no_grad(), model.trace(first, use_cache=True):
+    name = "cache_params" if "cache_params" in inspect.signature(model._module.forward).parameters else "past_key_values"
+    whole = getattr(type(model.layers[layer].linear_attn), "PROMPT_TAKES_STATE", True)
+    pieces = [ids[cut:]] if whole else [[token] for token in ids[cut:]]
+    with torch.no_grad(), model.trace(torch.tensor([ids[:cut]]), use_cache=True):
         if edit is not None:
             edit(model.layers[layer].linear_attn)
-        cache = model.output.past_key_values.save()
-    with torch.no_grad(), model.trace(rest, past_key_values=cache, use_cache=True):
-        mixer = model.layers[layer].linear_attn
-        states = mixer.states.detach().clone().save()
-        heads = mixer.attention_head_outputs.detach().clone().save()
-    return states, heads
+        cache = model.output[name].save()
+    states, heads = [], []
+    for piece in pieces:
+        with torch.no_grad(), model.trace(torch.tensor([piece]), use_cache=True, **{name: cache}):
+            mixer = model.layers[layer].linear_attn
+            states.append(mixer.states.detach().clone().save())
+            heads.append(mixer.attention_head_outputs.detach().clone().save())
+    return torch.cat(states, dim=1), torch.cat(heads, dim=1)
 
 
 @check("recurrent", applies=is_recurrent)

@@ -88,7 +88,9 @@ def mid_stream(model: Any, case: Case) -> str:
         if mixer is not None and layer in available(model, f"{mixer}.attention_output"):
             blocks[layer] = (f"{mixer}.attention_output",)
     if not blocks:
-        raise Skip("no block serves layer_mid beside its mixer's attention_output")
+        support = model.support()
+        reasons = {name: support.get(name) for name in ("layer_mid", "self_attn.attention_output", "linear_attn.attention_output") if support.get(name)}
+        raise Skip(f"no block serves layer_mid beside its mixer's attention_output ({reasons})")
     values = read_contributions(model, case, blocks)
     mids = dict(zip(blocks, read(model, case, [(layer, "layer_mid") for layer in blocks])))
     gaps = Gaps()

@@ -26,13 +26,27 @@ class Layer(Standard):
     #: the standard sublayers a block may lack: a hybrid's blocks have one mixer or the other, an SSM's no MLP
     SUBLAYERS: ClassVar[tuple[str, ...]] = ("self_attn", "linear_attn", "mlp")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        mixer = self.__dict__.get("self_attn")
+        if mixer is not None and mixer is self.__dict__.get("linear_attn"):
+            # a recurrent mixer the model itself calls self_attn (Kimi's delta blocks) goes by linear_attn alone,
+            # so a block has one mixer or the other, as on every hybrid
+            del self.__dict__["self_attn"]
+
     def __getattr__(self, name: str) -> Any:
+        if name == "self_attn" and "linear_attn" in self.__dict__:
+            raise MissingModule(self.path, name, f"no {name} module on this block")
         try:
-            return super().__getattr__(name)
+            found = super().__getattr__(name)
         except AttributeError:
             if name in self.SUBLAYERS:
                 raise MissingModule(self.path, name, f"no {name} module on this block") from None
             raise
+        if found is None and name in self.SUBLAYERS:
+            # a block that keeps the mixer it does not run as None (GraniteMoeHybrid's self_attn on a Mamba block)
+            raise MissingModule(self.path, name, f"no {name} module on this block")
+        return found
 
     @EProperty("input", "The residual stream entering this block")
     def layer_input(self, value: Tensor) -> Residual:

@@ -2,3 +2,6 @@
 
 from .linear_attention import LinearAttention as LinearAttention
 from .mixer import RecurrentMixer as RecurrentMixer
+from .selective_scan import SelectiveScan as SelectiveScan
+from .state_space import StateSpace as StateSpace
+from .state_space import chunk_per_token as chunk_per_token

@@ -46,8 +46,14 @@ class RecurrentMixer(Standard):
     CHUNK_KERNEL: ClassVar[str] = ""
     RECURRENT_KERNEL: ClassVar[str] = ""
     STATE_OP: ClassVar[str | None] = None
+    #: where the decode kernel is one state update rather than the token loop (Mamba-1): its new state's binding;
+    #: the prompt's kernel is then itself the token loop, and each kernel name keeps its own function
+    STEP_STATE_OP: ClassVar[str | None] = None
     #: inside a kernel call, the call of the function that does the work (a transformers dispatcher's ``implementation``)
     KERNEL_BODY: ClassVar[str] = "implementation_0"
+    #: whether a call of several tokens over a cache continues from it (Mamba-1's scan starts every such call from zeros,
+    #: so only its one-token decode steps continue)
+    PROMPT_TAKES_STATE: ClassVar[bool] = True
     #: the keyword a kernel takes the state it starts from under
     INITIAL_STATE: ClassVar[str] = "initial_state"
 
@@ -71,7 +77,7 @@ class RecurrentMixer(Standard):
     def torch_kernels(cls, module: Any) -> dict[str, Any]:
         """What ``route_kernels(..., "torch")`` has each kernel's dispatcher call: the pure-torch function behind it."""
         bound = {name: _pure(getattr(module, name)) for name in cls.kernel_names()}
-        if cls.STATE_OP is not None and cls.RECURRENT_KERNEL:
+        if cls.STATE_OP is not None and cls.RECURRENT_KERNEL and cls.STEP_STATE_OP is None:
             # the state after every token lives in the token-by-token kernel: the prompt runs through it too
             token_loop = bound[cls.RECURRENT_KERNEL.rsplit("_", 1)[0]]
             bound = {name: token_loop for name in bound}

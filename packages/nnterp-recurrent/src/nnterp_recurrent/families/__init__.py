@@ -7,4 +7,12 @@ SERVED = {
     "qwen3_5_text": HERE + "qwen3_5_text",
     "qwen3_5_moe_text": HERE + "qwen3_5_moe_text",
     "olmo_hybrid": HERE + "olmo_hybrid",
+    "kimi_linear": HERE + "kimi_linear",
+    "bailing_hybrid": HERE + "bailing_hybrid",
+    "mamba": HERE + "mamba",
+    "falcon_mamba": HERE + "falcon_mamba",
+    "jamba": HERE + "jamba",
+    "mamba2": HERE + "mamba2",
+    "bamba": HERE + "bamba",
+    "granitemoehybrid": HERE + "granitemoehybrid",
 }
