@@ -14,7 +14,7 @@ from nnterp import DerivedEProperty, EProperty
 from torch import Tensor
 
 from ..calls import per_call, pinned
-from ..layouts_scan import ScanDecays, ScanQK, ScanState, ScanStates, ScanSteps, ScanValues
+from ..layouts import ScanDecays, ScanQK, ScanState, ScanStates, ScanSteps, ScanValues
 from ..reasons import needs_torch_kernels
 from .mixer import RecurrentMixer
 

@@ -10,8 +10,7 @@ import torch.nn.functional as F
 from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 from torch import Tensor
 
-from ..layouts import Gates, State, States
-from ..layouts_ssd import SSDHeadOutputs, SSDKeys, SSDQueries, SSDValues
+from ..layouts import Gates, SSDHeadOutputs, SSDKeys, SSDQueries, SSDValues, State, States
 from ..reasons import needs_torch_kernels
 from .mixer import RecurrentMixer
 

@@ -1,0 +1,104 @@
+"""Falcon-H1: Bamba's parts in one parallel block, the Mamba-2 mixer (``mamba``, served as ``linear_attn``) and the
+softmax attention (``self_attn``) both reading the block's one pre-norm, with muP multipliers throughout.
+
+Every block adds ``mamba(norm(x)) * ssm_out_multiplier + self_attn(norm(x) *
+attention_in_multiplier) * attention_out_multiplier``, then Bamba's
+``pre_ff_layernorm`` and ``feed_forward``. So each mixer's ``attention_output``
+is its output scaled by its multiplier (what the block adds), and
+``layer_input + self_attn.attention_output + linear_attn.attention_output +
+mlp.mlp_output == layer_output``. The mixer's other multipliers
+(``ssm_in_multiplier``, the ``mup_vector`` on its projection) act before the
+scan, so its kernel's values are what the scan reads. The MLP's multipliers
+sit inside its module. The logits are ``lm_head`` times ``lm_head_multiplier``;
+the embeddings are scaled by ``embedding_multiplier`` inside the model, after
+``embed_tokens``.
+"""
+
+from typing import Any
+
+import torch
+from nnterp import Attention
+from nnterp.logits import unembed
+from torch import Tensor
+
+from ..components.state_space import StateSpace, _unseq
+
+from . import bamba
+
+#: the transformers modules whose kernels route_kernels binds
+MODELING = ("transformers.models.falcon_h1.modeling_falcon_h1",)
+
+
+def attention_out_multiplier(envoy: Any) -> float:
+    """The factor the block applies to the attention's output before adding it."""
+    return envoy.parent._module.attn_out_multiplier
+
+
+class FalconH1Attention(Attention):
+    """Falcon-H1's attention: its contribution scaled by ``attention_out_multiplier``."""
+
+    attention_output = Attention.attention_output.scaled(attention_out_multiplier)
+
+
+def project_on_vocab(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """The final norm, ``lm_head``, then the model's ``lm_head_multiplier``."""
+    return unembed(model, hidden) * model.text_config.lm_head_multiplier
+
+
+def ssm_out_multiplier(envoy: Any) -> float:
+    """The factor the block applies to the Mamba-2 mixer's output before adding it."""
+    return envoy.parent._module.ssm_out_multiplier
+
+
+#: inside the decode update's body: the binding of ``y`` with the ``D * x`` skip, before the update multiplies by ``silu(z)``
+UNGATED = "out_2"
+
+GATED_IN_KERNEL = (
+    "on a decode step of a mixer without the gated norm (mamba_rms_norm=False) the update kernel multiplies y by "
+    "silu(z) itself, so y is held only inside its body, which a compiled kernel (mamba_ssm) has no source for; call "
+    "nnterp_recurrent.route_kernels(model.family, 'torch') before tracing to run transformers' pure-torch update"
+)
+
+
+def _gated_in_kernel(envoy: Any) -> bool:
+    # only the decode update takes z, and only where no gated norm applies it after
+    return envoy.decoding() and not envoy._module.mamba_rms_norm
+
+
+def _head_outputs_at(envoy: Any) -> str:
+    if _gated_in_kernel(envoy):
+        return f"source.{envoy.RECURRENT_KERNEL}.source.{envoy.KERNEL_BODY}.source.{UNGATED}.output"
+    return f"source.{envoy.kernel()}.output"
+
+
+def _ungated_reason(envoy: Any) -> str | None:
+    return GATED_IN_KERNEL if _gated_in_kernel(envoy) and envoy.routing() != "torch" else None
+
+
+class FalconH1Mixer(bamba.BambaMixer):
+    """Falcon-H1's Mamba-2 mixer: its contribution scaled by ``ssm_out_multiplier``; y read before the gate on every call.
+
+    Without the gated norm (``mamba_rms_norm=False``) a prompt multiplies the
+    scan's ``y`` by ``silu(z)`` after the kernel, but a decode step hands ``z``
+    to the update kernel, which returns ``y * silu(z)``. So on such a step
+    ``attention_head_outputs`` is read inside the update's body, at ``y`` with
+    the ``D * x`` skip and before the gate: the same value as on a prompt.
+    """
+
+    attention_output = bamba.BambaMixer.attention_output.scaled(ssm_out_multiplier)
+    attention_head_outputs = StateSpace.attention_head_outputs.at(_head_outputs_at, unavailable=_ungated_reason)
+
+
+@FalconH1Mixer.attention_head_outputs.postprocess
+def _head_outputs_set(envoy: FalconH1Mixer, value: Tensor) -> Any:
+    if _gated_in_kernel(envoy):
+        return _unseq(envoy, value)
+    return StateSpace.attention_head_outputs._postprocess(envoy, value)
+
+
+RENAME = bamba.RENAME
+ENVOYS = {
+    **bamba.ENVOYS,
+    "layers.*.self_attn": FalconH1Attention,
+    "layers.*.linear_attn": FalconH1Mixer,
+}
