@@ -7,19 +7,10 @@ this table.
 
 ENCODER_DECODER = "an encoder-decoder: its causal-LM class is the decoder half, with cross-attention to an encoder"
 AUDIO = "an audio model: its causal LM decodes audio codes or transcripts"
-NEMOTRON_H = (
-    "every block keeps its one sublayer, of whichever kind (Mamba-2, attention, MLP, mixture), in a child named "
-    "mixer: it needs class-keyed names and a mixture component for its ungated experts; not mapped yet"
-)
-FALCON_H1 = (
-    "a parallel hybrid: Mamba-2 and attention read one norm's output in the same block under muP multipliers, and "
-    "its decode step gates y inside the update kernel; not mapped yet"
-)
 ZAMBA = (
     "its Mamba-1 mixer runs the scan once per head in a Python loop, each head with its own B and C, so one "
     "forward makes a kernel call per head, which SelectiveScan does not gather; not mapped yet"
 )
-ZAMBA2 = "shared attention blocks wrapped in a hybrid layer beside the Mamba-2 blocks; not mapped yet"
 SHORT_CONV = (
     "a short causal convolution mixer (LFM2's, Inkling's): no state beyond the conv window, and no component "
     "serves a conv mixer yet"
@@ -27,10 +18,6 @@ SHORT_CONV = (
 OWN_RECURRENCE = (
     "a recurrence of its own (MiniMax's lightning attention, RG-LRU, RWKV's wkv, xLSTM's mLSTM) that no "
     "nnterp-recurrent component serves yet"
-)
-VL_CONFIG = (
-    "the vision-language config of a text family served under its text type (qwen3_5_text, qwen3_5_moe_text): "
-    "the causal LM reads its text_config; the wrapper is nnterp-vision's"
 )
 QSA = "does not build tiny: its QSA indexer divides token_budget by compress_ratio, which the config leaves None"
 VISION = "a vision-language wrapper: nnterp-vision's issue (its text model is served where it has a type of its own)"
@@ -47,13 +34,9 @@ ASSISTANT = (
 KINDS = {
     ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
     AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
-    NEMOTRON_H: ("nemotron_h",),
-    FALCON_H1: ("falcon_h1",),
     ZAMBA: ("zamba",),
-    ZAMBA2: ("zamba2",),
     SHORT_CONV: ("inkling2_text", "inkling_text", "lfm2", "lfm2_moe", "lfm3"),
     OWN_RECURRENCE: ("minimax", "recurrent_gemma", "rwkv", "xlstm"),
-    VL_CONFIG: ("qwen3_5", "qwen3_5_moe"),
     QSA: ("qwen4_exp", "qwen4_exp_text"),
     VISION: ("fuyu", "gemma3", "gemma3n", "gemma4", "gemma4_unified", "got_ocr2", "mllama", "dots3_note"),
     POST_LN_ENCODER: (
@@ -66,7 +49,7 @@ KINDS = {
 }
 
 #: the reasons that are about a recurrent or hybrid mixer: the report's recurrent section lists their types
-RECURRENT_KINDS = (NEMOTRON_H, FALCON_H1, ZAMBA, ZAMBA2, SHORT_CONV, OWN_RECURRENCE, VL_CONFIG, QSA)
+RECURRENT_KINDS = (ZAMBA, SHORT_CONV, OWN_RECURRENCE, QSA)
 
 #: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
 STRUCTURE = {

@@ -59,7 +59,8 @@ class TinyConfig:
     With ``shrink`` (the default) every field of ``SIZES`` the config class
     declares is set first (a width of 64, two layers, four heads, a vocabulary
     of 320 ...), and per-layer lists (``layer_types``) keep one layer of each
-    kind; ``fields`` then override. The config is built through its class, so
+    kind; ``fields`` then override (a dict for a nested config, such as
+    ``text_config``, overrides its shrunk sizes). The config is built through its class, so
     the fields it derives follow. ``load`` holds keyword arguments the
     checkpoint is meant to be loaded with (eager attention by default).
     """
@@ -76,7 +77,14 @@ class TinyConfig:
         if not self.shrink:
             return AutoConfig.for_model(self.model_type, **self.fields)
         cls = CONFIG_MAPPING[self.model_type]
-        merged = {**shrunk_fields(cls), **self.fields}
+        merged = shrunk_fields(cls)
+        for name, value in self.fields.items():
+            shrunk = merged.get(name)
+            if isinstance(value, dict) and shrunk is not None and hasattr(shrunk, "to_diff_dict"):
+                # fields of a nested config (text_config=...) go on top of its own shrunk sizes
+                sub = type(shrunk)
+                value = sub(**{**shrunk_fields(sub), **value})
+            merged[name] = value
         layers = merged.get("num_hidden_layers", merged.get("num_layers"))
         for name in PER_LAYER:
             kinds = merged.get(name)

@@ -147,20 +147,28 @@ MIXERS = ("self_attn", "linear_attn")
 
 
 def sublayers(model: Any, layer: int) -> tuple[str, ...]:
-    """The contributions block ``layer`` adds: its mixer's ``attention_output`` and its MLP's ``mlp_output``, those it has.
+    """The contributions block ``layer`` adds, in the order it calls them: each mixer's ``attention_output``, its MLP's ``mlp_output``.
 
     A block lacks a sublayer when the module is not there at all (an SSM
     block has no MLP; a hybrid's block has one mixer or the other): it adds
-    nothing, and the identity holds without it.
+    nothing, and the identity holds without it. A parallel hybrid's block
+    (Falcon-H1) runs both mixers on one norm's output and adds both.
     """
     block = model.layers[layer]
-    mixer = mixer_of(model, layer)
-    return (*((f"{mixer}.attention_output",) if mixer else ()), *(("mlp.mlp_output",) if hasattr(block, "mlp") else ()))
+    mixers = tuple(f"{mixer}.attention_output" for mixer in mixers_of(model, layer))
+    return (*mixers, *(("mlp.mlp_output",) if hasattr(block, "mlp") else ()))
+
+
+def mixers_of(model: Any, layer: int) -> tuple[str, ...]:
+    """The names of block ``layer``'s sequence mixers, in the order the block calls them (its ``SUBLAYERS``)."""
+    block = model.layers[layer]
+    order = [name for name in getattr(type(block), "SUBLAYERS", MIXERS) if name in MIXERS]
+    return tuple(name for name in order if hasattr(block, name))
 
 
 def mixer_of(model: Any, layer: int) -> str | None:
-    """The name of block ``layer``'s sequence mixer (``self_attn`` or ``linear_attn``), or None."""
-    return next((name for name in MIXERS if hasattr(model.layers[layer], name)), None)
+    """The name of block ``layer``'s first sequence mixer (``self_attn`` or ``linear_attn``), or None."""
+    return next(iter(mixers_of(model, layer)), None)
 
 
 def get(envoy: Any, dotted: str) -> Any:

@@ -10,7 +10,14 @@ from .base import Case, Gaps, check, expect_close, require
 
 
 def _up_half(mlp: Any) -> Any:
-    """What a gated MLP multiplies the activation by: ``up_proj``'s output, or the second half of a fused ``gate_up_proj``'s."""
+    """What a gated MLP multiplies the activation by: ``up_proj``'s output, or the second half of a fused ``gate_up_proj``'s.
+
+    A family whose MLP adds something to that projection before the product
+    (Zamba2's LoRA adapters) says what it multiplies by with an ``up_half()`` method.
+    """
+    declared = getattr(type(mlp), "up_half", None)
+    if callable(declared):
+        return mlp.up_half().detach().clone()
     if "gate_proj" in mlp.__dict__ and "up_proj" in mlp.__dict__:
         return mlp.up_proj.output.detach().clone()
     if "gate_up_proj" in mlp.__dict__:

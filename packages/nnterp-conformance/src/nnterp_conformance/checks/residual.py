@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixer_of, read, require, sublayers
+from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixers_of, read, require, sublayers
 
 #: the stream values around a block's contributions
 BOUNDARIES = ("layer_input", "layer_output")
@@ -81,22 +81,23 @@ def stream_continuity(model: Any, case: Case) -> str:
 
 @check("residual")
 def mid_stream(model: Any, case: Case) -> str:
-    """layer_mid == layer_input + attention_output where the block has a mid stream."""
+    """layer_mid == layer_input + attention_output (of every mixer the block has) where the block has a mid stream."""
     blocks = {}
     for layer in require(model, "layer_input", "layer_mid"):
-        mixer = mixer_of(model, layer)
-        if mixer is not None and layer in available(model, f"{mixer}.attention_output"):
-            blocks[layer] = (f"{mixer}.attention_output",)
+        mixers = tuple(f"{mixer}.attention_output" for mixer in mixers_of(model, layer))
+        if mixers and all(layer in available(model, name) for name in mixers):
+            blocks[layer] = mixers
     if not blocks:
         support = model.support()
         reasons = {name: support.get(name) for name in ("layer_mid", "self_attn.attention_output", "linear_attn.attention_output") if support.get(name)}
-        raise Skip(f"no block serves layer_mid beside its mixer's attention_output ({reasons})")
+        raise Skip(f"no block serves layer_mid beside its mixers' attention_output ({reasons})")
     values = read_contributions(model, case, blocks)
     mids = dict(zip(blocks, read(model, case, [(layer, "layer_mid") for layer in blocks])))
     gaps = Gaps()
-    for layer, (name,) in blocks.items():
-        stream, attention, mid = values[layer]["layer_input"], values[layer][name], mids[layer]
-        gaps.add(expect_close(f"layers[{layer}]: layer_input + attention_output against layer_mid", stream + attention, mid))
+    for layer, names in blocks.items():
+        found, mid = values[layer], mids[layer]
+        terms = " + ".join(names)
+        gaps.add(expect_close(f"layers[{layer}]: layer_input + {terms} against layer_mid", found["layer_input"] + sum(found[name] for name in names), mid))
     return str(gaps)
 
 

@@ -23,7 +23,8 @@ class Layer(Standard):
 
     #: whether the block returns a tuple whose first element is the stream
     returns_tuple: ClassVar[bool] = False
-    #: the standard sublayers a block may lack: a hybrid's blocks have one mixer or the other, an SSM's no MLP
+    #: the standard sublayers a block may lack, in the order the block calls them: a hybrid's blocks have one
+    #: mixer or the other (a parallel hybrid's both), an SSM's no MLP
     SUBLAYERS: ClassVar[tuple[str, ...]] = ("self_attn", "linear_attn", "mlp")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -6,6 +6,9 @@ SERVED = {
     "qwen3_next": HERE + "qwen3_next",
     "qwen3_5_text": HERE + "qwen3_5_text",
     "qwen3_5_moe_text": HERE + "qwen3_5_moe_text",
+    # the vision-language configs: their causal LM is the text model, built from text_config
+    "qwen3_5": HERE + "qwen3_5_text",
+    "qwen3_5_moe": HERE + "qwen3_5_moe_text",
     "olmo_hybrid": HERE + "olmo_hybrid",
     "kimi_linear": HERE + "kimi_linear",
     "bailing_hybrid": HERE + "bailing_hybrid",
@@ -15,4 +18,7 @@ SERVED = {
     "mamba2": HERE + "mamba2",
     "bamba": HERE + "bamba",
     "granitemoehybrid": HERE + "granitemoehybrid",
+    "nemotron_h": HERE + "nemotron_h",
+    "falcon_h1": HERE + "falcon_h1",
+    "zamba2": HERE + "zamba2",
 }

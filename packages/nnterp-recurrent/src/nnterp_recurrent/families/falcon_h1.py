@@ -2,31 +2,36 @@
 softmax attention (``self_attn``) both reading the block's one pre-norm, with muP multipliers throughout.
 
 Every block adds ``mamba(norm(x)) * ssm_out_multiplier + self_attn(norm(x) *
-attention_in_multiplier) * attention_out_multiplier``, then Bamba's
-``pre_ff_layernorm`` and ``feed_forward``. So each mixer's ``attention_output``
-is its output scaled by its multiplier (what the block adds), and
-``layer_input + self_attn.attention_output + linear_attn.attention_output +
-mlp.mlp_output == layer_output``. The mixer's other multipliers
+attention_in_multiplier) * attention_out_multiplier`` to the stream, then
+Bamba's ``pre_ff_layernorm`` and ``feed_forward``. So each mixer's
+``attention_output`` is its output times its multiplier (what the block adds),
+``layer_mid`` is ``layer_input`` plus both, and ``layer_input +
+linear_attn.attention_output + self_attn.attention_output + mlp.mlp_output ==
+layer_output``. ``attention_norm_output`` is the norm's output, which the
+attention reads times ``attention_in_multiplier``. The mixer's own multipliers
 (``ssm_in_multiplier``, the ``mup_vector`` on its projection) act before the
-scan, so its kernel's values are what the scan reads. The MLP's multipliers
-sit inside its module. The logits are ``lm_head`` times ``lm_head_multiplier``;
-the embeddings are scaled by ``embedding_multiplier`` inside the model, after
-``embed_tokens``.
+scan, so its kernel's values are what the scan reads; the MLP's act inside it.
+The logits are ``lm_head``'s times ``lm_head_multiplier``; ``embed_tokens``'s
+output is scaled by ``embedding_multiplier`` before the first block.
 """
 
 from typing import Any
 
-import torch
 from nnterp import Attention
 from nnterp.logits import unembed
 from torch import Tensor
 
-from ..components.state_space import StateSpace, _unseq
-
+from ..components.state_space import StateSpace
 from . import bamba
 
 #: the transformers modules whose kernels route_kernels binds
 MODELING = ("transformers.models.falcon_h1.modeling_falcon_h1",)
+
+
+class FalconH1Layer(bamba.BambaLayer):
+    """A Falcon-H1 block: both mixers on ``input_layernorm``'s output, the Mamba-2 mixer called first, then the MLP."""
+
+    SUBLAYERS = ("linear_attn", "self_attn", "mlp")
 
 
 def attention_out_multiplier(envoy: Any) -> float:
@@ -40,7 +45,7 @@ class FalconH1Attention(Attention):
     attention_output = Attention.attention_output.scaled(attention_out_multiplier)
 
 
-def project_on_vocab(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
     """The final norm, ``lm_head``, then the model's ``lm_head_multiplier``."""
     return unembed(model, hidden) * model.text_config.lm_head_multiplier
 
@@ -92,13 +97,14 @@ class FalconH1Mixer(bamba.BambaMixer):
 @FalconH1Mixer.attention_head_outputs.postprocess
 def _head_outputs_set(envoy: FalconH1Mixer, value: Tensor) -> Any:
     if _gated_in_kernel(envoy):
-        return _unseq(envoy, value)
+        return value.squeeze(1)  # the update's y has no sequence axis
     return StateSpace.attention_head_outputs._postprocess(envoy, value)
 
 
 RENAME = bamba.RENAME
 ENVOYS = {
     **bamba.ENVOYS,
+    "layers.*": FalconH1Layer,
     "layers.*.self_attn": FalconH1Attention,
     "layers.*.linear_attn": FalconH1Mixer,
 }
