@@ -20,5 +20,8 @@ def test_the_site_builds_strict_with_the_reference_from_docstrings(tmp_path):
     for name in ("layer_output", "attention_probabilities", "mlp_neurons", "router_logits"):
         assert name in values, name
     assert "The residual stream leaving this block" in values
+    api = (tmp_path / "api" / "index.html").read_text()
+    for name in ("route_kernels", "state_output", "chunk_per_token"):
+        assert name in api, name
     families = (tmp_path / "families" / "index.html").read_text()
     assert "model types pass the whole kit" in families
