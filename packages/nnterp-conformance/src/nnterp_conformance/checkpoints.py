@@ -104,7 +104,9 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
         raise ValueError(f"{tiny.model_type}: vocab_size {config.vocab_size} is smaller than the tokenizer's {len(tokenizer)}")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        model = AutoModelForCausalLM.from_config(config, **tiny.load)
+        # a checkpoint that is not a causal LM (a vision-language wrapper) builds its own class
+        build = getattr(tiny, "build", None)
+        model = build(config) if build is not None else AutoModelForCausalLM.from_config(config, **tiny.load)
         with torch.no_grad():
             for name, parameter in model.named_parameters():
                 if parameter.is_floating_point() and (parameter.requires_grad or name.endswith(SELECTION_BIASES)):
@@ -115,6 +117,10 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
     model.eval()
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
+    # and saves what else it is loaded with (a processor: the tokenizer with an image token, an image processor)
+    extra = getattr(tiny, "save_preprocessors", None)
+    if extra is not None:
+        extra(directory, tokenizer, config)
 
 
 def build_tokenizer() -> Any:

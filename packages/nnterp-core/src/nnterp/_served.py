@@ -146,4 +146,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'youtu',
         'zaya',
     ),
+    'nnterp-vision': (
+        'llava',
+    ),
 }

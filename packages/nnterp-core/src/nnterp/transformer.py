@@ -92,7 +92,7 @@ class StandardizedTransformer(TransformersModel):
         family: ModuleType | str | None = None,
         rename: dict | None = None,
         envoys: dict | None = None,
-        task: str = "text-generation",
+        task: str | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(model, os.PathLike):
@@ -102,6 +102,8 @@ class StandardizedTransformer(TransformersModel):
         if family is None:
             family = family_for(_model_type(model, kwargs))
         self.family = family
+        # a family says which pipeline task loads its preprocessors (a wrapper's processor); text generation else
+        task = task or getattr(family, "TASK", "text-generation")
         rename = {**getattr(family, "RENAME", {}), **(rename or {})}
         # nnsight takes the first matching path key, so the caller's come first
         envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}

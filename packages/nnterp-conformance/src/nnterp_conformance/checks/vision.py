@@ -1,0 +1,144 @@
+"""A vision tower: its blocks' identities, and the image reaching the text model where the family says it does.
+
+Each check traces its own image (``image()``, from a fixed seed) with the
+case's first prompt behind the processor's image token, so the tower runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get
+
+#: the seed of the checks' image and its size (height, width): not square, so the processor resizes and crops
+IMAGE_SEED = 0
+IMAGE_SHAPE = (40, 48)
+#: the text after the image token when a case's prompt is token ids
+FALLBACK_TEXT = "Hello world"
+
+
+def has_vision(model: Any) -> bool:
+    """Whether the model serves a vision tower (``model.vision``)."""
+    return "vision" in model.__dict__
+
+
+def image(seed: int = IMAGE_SEED) -> Any:
+    """A PIL image of uniform noise from ``seed``: the same pixels every run, nothing downloaded."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (*IMAGE_SHAPE, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)
+
+
+def image_prompt(model: Any, case: Case) -> str:
+    """The case's first prompt behind the image token; ``Skip`` when the load has no processor to take an image."""
+    reason = model.vision.support().get("image_features")
+    if reason is not None:
+        raise Skip(f"no image reaches the model: {reason}")
+    text = case.prompts[0] if isinstance(case.prompts[0], str) else FALLBACK_TEXT
+    token = getattr(model.processor, "image_token", None) or "<image>"
+    return f"{token}{text}"
+
+
+def read_image(model: Any, case: Case, plan: list[tuple[Any, str]]) -> list[torch.Tensor]:
+    """Each ``(host, name)`` of ``plan`` in one image trace, in order; ``host`` a function of the model."""
+    values: list[torch.Tensor] = []
+    with torch.no_grad(), model.trace(image_prompt(model, case), images=[image(case.seed)]):
+        for host, name in plan:
+            values.append(get(host(model), name).detach().clone())
+    return values
+
+
+def block(layer: int) -> Any:
+    """The tower block ``layer`` of a model."""
+    return lambda model: model.vision.layers[layer]
+
+
+def vision_blocks(model: Any, *names: str) -> list[int]:
+    """The tower blocks that serve every one of ``names``; ``Skip`` saying why when none does."""
+    support = model.vision.support()
+    blocks = [
+        layer
+        for layer in range(model.vision.num_layers)
+        if all(not support.get(name) or layer not in support[name] for name in names)
+    ]
+    if not blocks:
+        raise Skip(f"no tower block has {', '.join(names)} ({ {name: support.get(name) for name in names} })")
+    return blocks
+
+
+@check("vision", applies=has_vision)
+def vision_contribution(model: Any, case: Case) -> str:
+    """On every tower block: layer_input + attention_output + mlp_output == layer_output."""
+    names = ("layer_input", "self_attn.attention_output", "mlp.mlp_output", "layer_output")
+    blocks = vision_blocks(model, *names)
+    # one trace per value, so a value pointed at the wrong place still reads and the identity is what fails
+    found = {name: read_image(model, case, [(block(layer), name) for layer in blocks]) for name in names}
+    gaps = Gaps()
+    for index, layer in enumerate(blocks):
+        total = found["layer_input"][index] + found["self_attn.attention_output"][index] + found["mlp.mlp_output"][index]
+        gaps.add(expect_close(f"vision.layers[{layer}]: layer_input + attention_output + mlp_output against layer_output", total, found["layer_output"][index]))
+    return str(gaps)
+
+
+@check("vision", applies=has_vision)
+def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
+    """On every tower block: softmax(attention_scores) == attention_probabilities, each row summing to one."""
+    names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
+    blocks = vision_blocks(model, *names)
+    values = iter(read_image(model, case, [(block(layer), name) for layer in blocks for name in names]))
+    gaps = Gaps()
+    for layer in blocks:
+        scores, pattern = next(values), next(values)
+        expected = torch.softmax(scores.float(), dim=-1).to(pattern.dtype)
+        gaps.add(expect_close(f"vision.layers[{layer}]: softmax(attention_scores) against attention_probabilities", pattern, expected))
+        sums = pattern.float().sum(-1)
+        gaps.add(expect_close(f"vision.layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums), dtype=pattern.dtype))
+    return str(gaps)
+
+
+@check("vision", applies=has_vision)
+def image_features_reach_the_text(model: Any, case: Case) -> str:
+    """layers[0].layer_input[image_token_mask] == image_features, one feature row per image token."""
+    vision = lambda model: model.vision  # noqa: E731
+    mask, features, stream = read_image(
+        model, case, [(vision, "image_token_mask"), (vision, "image_features"), (lambda model: model.layers[0], "layer_input")]
+    )
+    tokens = int(mask.sum())
+    if tokens == 0:
+        raise CheckFailure("image_token_mask marks no token of a prompt holding an image")
+    if tokens != features.shape[0]:
+        raise CheckFailure(f"{tokens} image tokens against {features.shape[0]} rows of image_features")
+    gap = expect_close("layers[0].layer_input at the image tokens against image_features", stream[mask], features)
+    return f"{tokens} image tokens, largest gap {gap:.3g}"
+
+
+@check("vision", applies=has_vision)
+def written_image_values_move_downstream(model: Any, case: Case) -> str:
+    """Writing image_features moves the logits (writing them back unchanged does not); writing patch_embeddings moves tower_output."""
+    prompt, picture = image_prompt(model, case), image(case.seed)
+    with torch.no_grad():
+        with model.trace(prompt, images=[picture]):
+            baseline = model.logits.detach().clone().save()
+        with model.trace(prompt, images=[picture]):
+            model.vision.image_features = model.vision.image_features.clone()
+            unchanged = model.logits.detach().clone().save()
+        with model.trace(prompt, images=[picture]):
+            model.vision.image_features = case.edited(model.vision.image_features.unsqueeze(0))[0]
+            moved = model.logits.detach().clone().save()
+        with model.trace(prompt, images=[picture]):
+            tower = model.vision.tower_output.detach().clone().save()
+        with model.trace(prompt, images=[picture]):
+            model.vision.patch_embeddings = case.edited(model.vision.patch_embeddings)
+            edited_tower = model.vision.tower_output.detach().clone().save()
+    expect_close("logits after writing image_features back unchanged", unchanged, baseline)
+    shift = (moved - baseline).abs().max().item()
+    if shift == 0:
+        raise CheckFailure("writing image_features left the logits unchanged: the value is not what the text model receives")
+    tower_shift = (edited_tower - tower).abs().max().item()
+    if tower_shift == 0:
+        raise CheckFailure("writing patch_embeddings left tower_output unchanged: one of them is not on the tower's path")
+    return f"image_features moved the logits by up to {shift:.3g}; patch_embeddings moved tower_output by up to {tower_shift:.3g}"

@@ -1,0 +1,37 @@
+"""Where the image features enter the text model: the wrapper's scatter into the token embeddings."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from nnterp.components import Standard
+
+
+class ImageScatter(Standard):
+    """The wrapper's inner model, whose forward scatters the image features into the token embeddings.
+
+    A family keys it on that module's type (``LlavaModel: ImageScatter``).
+    ``Vision.image_features`` reads argument ``scatter_argument`` of operation
+    ``scatter_operation`` of this forward: on LLaVA the features in
+    ``inputs_embeds.masked_scatter(special_image_mask, image_features)``, which
+    is what the text model receives at the image tokens, whatever the wrapper
+    did after its projector. The tower runs inside this same forward, before
+    the scatter, so the forward is instrumented at build (``sourced``): a read
+    of the scatter after a tower value finds it hooked. Carries no values of
+    its own.
+    """
+
+    sourced: ClassVar[bool] = True
+    #: the operation that writes the features into the embeddings, as ``.source`` names it
+    scatter_operation: ClassVar[str] = "inputs_embeds_masked_scatter_0"
+    #: which of its arguments the features are
+    scatter_argument: ClassVar[int | str] = 1
+
+
+def scatter_host(envoy: Any) -> ImageScatter:
+    """The ``ImageScatter`` of the model ``envoy`` belongs to: the root's first child that is one."""
+    root = envoy.root
+    for child in root._children:
+        if isinstance(child, ImageScatter):
+            return child
+    raise LookupError(f"{type(root._module).__name__}: the family keys no module as ImageScatter")

@@ -1,0 +1,137 @@
+"""LLaVA: the tower's blocks keep the text blocks' identities, and the image features are what the text model receives."""
+
+import types
+
+import pytest
+import torch
+from nnterp import EProperty, StandardizedTransformer, Unavailable
+from nnterp_conformance.checkpoints import tiny_checkpoint
+from nnterp_conformance.checks import CHECKS, verdict
+from nnterp_conformance.checks.vision import image
+from nnterp_conformance.runner import PROMPTS, run
+from nnterp_vision.components import Vision, VisionAttention, no_images
+from nnterp_vision.families import llava
+from nnterp_vision.layouts import ImageFeatures
+from nnterp_vision.reasons import NO_IMAGE, NO_PROCESSOR
+from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
+
+VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
+PROMPT = "<image>Hello world"
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model):
+    torch.set_num_threads(1)
+    return tiny_model("llava")
+
+
+def broken(envoys):
+    """The LLaVA family with the module types of ``envoys`` keyed to other components."""
+    family = types.ModuleType("broken_llava")
+    family.TASK, family.RENAME = llava.TASK, llava.RENAME
+    family.ENVOYS = {**envoys, **{key: value for key, value in llava.ENVOYS.items() if key not in envoys}}
+    return StandardizedTransformer(tiny_checkpoint("llava"), family=family, attn_implementation="eager")
+
+
+def test_vision_checks_pass(model):
+    assert sorted(VISION_CHECKS) == sorted(
+        ["vision_contribution", "vision_pattern_is_softmax_of_scores", "image_features_reach_the_text", "written_image_values_move_downstream"]
+    )
+    verdicts = run(model, PROMPTS, only=VISION_CHECKS)
+    assert [v.status for v in verdicts] == ["pass"] * len(VISION_CHECKS), "\n".join(map(str, verdicts))
+
+
+def test_text_kit_passes_on_text_prompts(model):
+    verdicts = run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])
+    failed = [str(v) for v in verdicts if v.status != "pass"]
+    assert not failed, "\n".join(failed)
+    assert len(verdicts) >= 15
+
+
+def test_tree_and_sizes(model):
+    vision = model.vision
+    assert vision is model.model.vision_tower and model.projector is vision.projector
+    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (2, 64, 4, 16)
+    assert (vision.patch_size, vision.image_size, vision.intermediate_size) == (8, 32, 128)
+    assert vision.layers[0].self_attn.o_proj is vision.layers[0].self_attn.out_proj
+    assert Vision.image_features.dims == ("image_tokens", "hidden_size")
+
+
+def test_image_features_are_the_projection(model):
+    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
+        mask = model.vision.image_token_mask.save()
+        patches = model.vision.patch_embeddings.save()
+        projected = model.projector.projector_output.save()
+        features = model.vision.image_features.save()
+    assert patches.shape == (1, 16, 64) and mask.sum() == 16
+    # LLaVA hands the projection on unchanged: its rows, image after image, are the scattered features
+    assert torch.equal(projected.flatten(0, 1), features)
+
+
+def test_no_image_makes_image_values_unavailable(model):
+    with pytest.raises(Unavailable, match="passes no image"):
+        with torch.no_grad(), model.trace("Hello world"):
+            model.vision.image_features.save()
+    with pytest.raises(Unavailable, match="passes no image"):
+        with torch.no_grad(), model.trace("Hello world"):
+            model.vision.layers[0].layer_output.save()
+    with torch.no_grad(), model.trace("Hello world"):
+        text = model.layers[0].layer_output.save()  # the text model's values are untouched
+    assert text.shape[-1] == 64
+    assert NO_IMAGE.startswith("this trace passes no image")
+
+
+def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
+    # transformers loads LLaVA under no text-only task (AutoModelForCausalLM has no LlavaConfig), so a
+    # load without a processor is this one with the processor taken away
+    monkeypatch.setattr(model, "processor", None)
+    support = model.vision.support()
+    assert support["image_features"] == NO_PROCESSOR and support["layer_output"] == {0: NO_PROCESSOR, 1: NO_PROCESSOR}
+    assert verdict("image_features_reach_the_text", model, PROMPTS).status == "skip"
+
+
+# -- each check fails on a family that breaks what it checks ----------------------------------------
+
+
+class WrongContribution(VisionAttention):
+    """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
+
+    attention_output = VisionAttention.attention_output.at("q_proj.output")
+
+
+class PatternAtScores(VisionAttention):
+    """The pattern read at the scores entering the softmax."""
+
+    attention_probabilities = VisionAttention.attention_probabilities.at(
+        "source.attention_interface_1.source.nn_functional_softmax_0.input"
+    )
+
+
+class FeaturesBeforeActivation(Vision):
+    """image_features read at the projector's first linear layer, before its activation and second layer."""
+
+    @EProperty("/projector.linear_1.output", "The projector's first layer", no_images)
+    def image_features(self, value: torch.Tensor) -> ImageFeatures:
+        return value.flatten(0, 1)
+
+
+class FeaturesReturned(Vision):
+    """image_features read at the copy LlavaModel returns after the text model ran: equal, and causally inert."""
+
+    image_features = Vision.image_features.at("/model.output", select="image_hidden_states")
+
+
+@pytest.mark.parametrize(
+    ("check", "envoys", "message"),
+    [
+        ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
+        ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
+        ("image_features_reach_the_text", {CLIPVisionModel: FeaturesBeforeActivation}, "against image_features: off by"),
+        ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
+    ],
+)
+def test_check_fails_on_a_broken_family(model, check, envoys, message):
+    assert verdict(check, model, PROMPTS).status == "pass"
+    found = verdict(check, broken(envoys), PROMPTS)
+    assert found.status == "fail" and message in found.detail, str(found)
+
