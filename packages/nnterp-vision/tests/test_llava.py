@@ -35,7 +35,10 @@ def broken(envoys):
 
 def test_vision_checks_pass(model):
     assert sorted(VISION_CHECKS) == sorted(
-        ["vision_contribution", "vision_pattern_is_softmax_of_scores", "image_features_reach_the_text", "written_image_values_move_downstream"]
+        [
+            "vision_contribution", "vision_pattern_is_softmax_of_scores", "image_features_reach_the_text",
+            "written_image_values_move_downstream", "image_reaches_the_text_under_generate",
+        ]
     )
     verdicts = run(model, PROMPTS, only=VISION_CHECKS)
     assert [v.status for v in verdicts] == ["pass"] * len(VISION_CHECKS), "\n".join(map(str, verdicts))

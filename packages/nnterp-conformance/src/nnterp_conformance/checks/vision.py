@@ -142,3 +142,38 @@ def written_image_values_move_downstream(model: Any, case: Case) -> str:
     if tower_shift == 0:
         raise CheckFailure("writing patch_embeddings left tower_output unchanged: one of them is not on the tower's path")
     return f"image_features moved the logits by up to {shift:.3g}; patch_embeddings moved tower_output by up to {tower_shift:.3g}"
+
+
+#: decode steps the generation check runs after the prompt's
+STEPS = 3
+
+
+@check("vision", applies=has_vision)
+def image_reaches_the_text_under_generate(model: Any, case: Case) -> str:
+    """Under generate, step 0 runs the tower first, then the image features land at the image tokens; later steps are one token."""
+    import nnsight
+
+    prompt, picture = image_prompt(model, case), image(case.seed)
+    with torch.no_grad(), model.trace(prompt, images=[picture]):
+        traced = model.vision.image_features.detach().clone().save()
+    with torch.no_grad(), model.generate(prompt, images=[picture], max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+        steps = nnsight.save([])
+        for index in tracer.iter[:STEPS]:
+            if index == 0:
+                # the tower runs before the first step's forward, so its values come first
+                tower = model.vision.tower_output.detach().clone()
+                mask = model.vision.image_token_mask
+                features = model.vision.image_features.detach().clone()
+                steps.append((tower, mask, features, model.layers[0].layer_input.detach().clone()))
+            else:
+                steps.append(model.layers[0].layer_input.shape[1])
+    if len(steps) != STEPS:
+        raise CheckFailure(f"read {len(steps)} steps of {STEPS}")
+    tower, mask, features, stream = steps[0]
+    gaps = Gaps()
+    gaps.add(expect_close("step 0: layer_input at the image tokens against image_features", stream[mask], features))
+    gaps.add(expect_close("step 0's image_features against a trace's", features, traced))
+    later = [length for length in steps[1:] if length != 1]
+    if later:
+        raise CheckFailure(f"decode steps of {later} positions, expected one each")
+    return f"{STEPS} steps; {gaps}"
