@@ -228,6 +228,7 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |")
     lines += mixture_section(records, rows)
     lines += recurrent_section(records, rows)
+    lines += vision_section(rows)
     lines += ["", "## Out of reach", "", "| model type | why |", "|---|---|"]
     lines += [f"| {entry['model_type']} | {_text(entry['reason'])} |" for entry in records if entry["status"] == OUT_OF_REACH]
     return "\n".join(lines) + "\n"
@@ -290,6 +291,49 @@ def recurrent_section(records: list[dict[str, Any]], rows: list[dict[str, Any]])
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {_text(kinds)} of {entry['recurrent']['blocks']} | {counts} |")
     for entry in (entry for entry in records if entry["status"] == OUT_OF_REACH and entry.get("reason") in RECURRENT_KINDS):
         lines.append(f"| {entry['model_type']} | | out of reach: {_text(entry['reason'])} | |")
+    return lines
+
+
+def vision_types() -> list[str]:
+    """Every model type of transformers' image-text-to-text mapping."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+
+
+def vision_section(rows: list[dict[str, Any]]) -> list[str]:
+    """The table of transformers' image-text-to-text model types: each served checkpoint's vision checks, and why the rest are not served."""
+    from .checks import CHECKS
+    from .reach import VISION_NOT_YET
+
+    image_checks = [name for name, found in CHECKS.items() if found.kind == "vision"]
+    lines = [
+        "",
+        "## Vision-language wrappers",
+        "",
+        f"The {len(image_checks)} vision checks ({', '.join(f'`{name}`' for name in image_checks)}) on every checkpoint "
+        "with a vision tower (`model.vision`), each with an image of its own; then every other model type of "
+        "transformers' image-text-to-text mapping.",
+        "",
+        "| model type | checkpoint | vision checks passed |",
+        "|---|---|---|",
+    ]
+    served = set()
+    for entry in rows:
+        ran = {name: status for name, status in entry["checks"].items() if name in image_checks}
+        if not ran:
+            continue
+        served.add(entry["model_type"])
+        passed = sum(status == PASS for status in ran.values())
+        skipped = [name for name, status in ran.items() if status == "skip"]
+        counts = f"{passed}/{len(image_checks)}" + (f" (skipped: {', '.join(skipped)})" if skipped else "")
+        lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {counts} |")
+    from nnterp.registry import families
+
+    for model_type in (model_type for model_type in vision_types() if model_type not in served):
+        path = families().get(model_type)
+        reason = f"served by {path}, but no tiny checkpoint is registered for it here" if path else VISION_NOT_YET
+        lines.append(f"| {model_type} | | out of reach: {_text(reason)} |")
     return lines
 
 

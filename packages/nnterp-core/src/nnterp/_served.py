@@ -147,6 +147,15 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'zaya',
     ),
     'nnterp-vision': (
+        'gemma3',
+        'idefics3',
         'llava',
+        'llava_next',
+        'mistral3',
+        'paligemma',
+        'qwen2_5_vl',
+        'qwen2_vl',
+        'smolvlm',
+        'vipllava',
     ),
 }

@@ -134,6 +134,11 @@ class StandardizedTransformer(TransformersModel):
         return {attr for attr, flag in _PREPROCESSOR_FLAGS.items() if getattr(impl, flag, False)}
 
     def _batch(self, invokes: list, fn: Any) -> tuple:
+        # a family may rewrite an invoke before it is batched (PaliGemma's processor refuses text without an
+        # image, so its text-only invokes go to the tokenizer): prepare_invoke(model, inputs, kwargs)
+        prepare = getattr(self.family, "prepare_invoke", None)
+        if prepare is not None:
+            invokes = [prepare(self, inputs, kwargs) for inputs, kwargs in invokes]
         # nnsight numbers a left-padded row's tokens from 0; a family whose model
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
         args, kwargs = super()._batch(invokes, fn)

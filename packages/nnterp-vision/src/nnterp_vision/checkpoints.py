@@ -1,6 +1,10 @@
 """The tiny checkpoints of the vision-language families: light, ``TinyConfig`` only."""
 
-from .tiny import VisionTinyConfig
+from .tiny import VisionTinyConfig, gemma3, idefics3, paligemma
+from .tiny.llava_next import LlavaNextTinyConfig
+from .tiny.mistral3 import PixtralTinyConfig
+from .tiny.qwen2_vl import QwenVLTinyConfig
+from .tiny.vipllava import VipLlavaTinyConfig
 
 #: the text model: the sizes every tiny checkpoint shares (a wrapper's nested configs are not shrunk for it)
 TEXT = {
@@ -14,6 +18,24 @@ CLIP = {
     "num_attention_heads": 4, "image_size": 32, "patch_size": 8,
 }
 
+#: a Pixtral tower: any resolution up to 48 pixels a side, in 4-pixel patches (the checks' 40x48 image: 10x12 patches)
+PIXTRAL = {
+    "model_type": "pixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "head_dim": 16, "image_size": 48, "patch_size": 4,
+}
+#: the Qwen processors' tokens follow the tokenizer's 300 entries (image, video, vision start, vision end)
+QWEN_TOKENS = {"image_token_id": 300, "video_token_id": 301, "vision_start_token_id": 302, "vision_end_token_id": 303}
+#: Qwen2's text model on 3D rotary positions: mrope_section sums to head_dim // 2
+QWEN_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
+QWEN2_VL_VIT = {
+    "depth": 2, "embed_dim": 64, "hidden_size": 64, "num_heads": 4, "mlp_ratio": 2, "patch_size": 8,
+    "spatial_merge_size": 2, "temporal_patch_size": 2,
+}
+QWEN2_5_VL_VIT = {
+    "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2,
+    "temporal_patch_size": 2, "window_size": 32, "out_hidden_size": 64, "fullatt_block_indexes": [1],
+}
+
 TINY_CONFIGS = {
     # the image token follows the tokenizer's 300 entries; 16 image tokens, one per patch (the class row dropped)
     "llava": VisionTinyConfig(
@@ -21,4 +43,29 @@ TINY_CONFIGS = {
         {"text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "image_seq_length": 16},
         load={"attn_implementation": "eager"},
     ),
+    # anyres: a base crop and the 2x2 tiles of 64x64 for the checks' 40x48 image; 70 image tokens
+    "llava_next": LlavaNextTinyConfig(
+        "llava_next",
+        {"text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]]},
+        load={"attn_implementation": "eager"},
+    ),
+    # two tower layers side by side into the projector (hidden_states[-2] and [0]); 16 image tokens
+    "vipllava": VipLlavaTinyConfig(
+        "vipllava",
+        {"text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "image_seq_length": 16, "vision_feature_layer": [-2, 0]},
+        load={"attn_implementation": "eager"},
+    ),
+    "paligemma": paligemma.TINY,
+    "gemma3": gemma3.TINY,
+    "idefics3": idefics3.TINY,
+    "smolvlm": idefics3.SMOLVLM,
+    # [IMG] is id 300; 10x12 patches merged 2x2 into 30 image tokens
+    "mistral3": PixtralTinyConfig(
+        "mistral3",
+        {"text_config": {**TEXT, "model_type": "mistral"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
+        load={"attn_implementation": "eager"},
+    ),
+    # the checks' image: 4x6 patches, 6 image tokens; Qwen2.5-VL's block 0 attends in 32-pixel windows
+    "qwen2_vl": QwenVLTinyConfig("qwen2_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_VL_VIT, **QWEN_TOKENS}),
+    "qwen2_5_vl": QwenVLTinyConfig("qwen2_5_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS}),
 }

@@ -4,4 +4,13 @@ HERE = "nnterp_vision.families."
 
 SERVED = {
     "llava": HERE + "llava",
+    "llava_next": HERE + "llava_next",
+    "vipllava": HERE + "vipllava",
+    "paligemma": HERE + "paligemma",
+    "gemma3": HERE + "gemma3",
+    "mistral3": HERE + "mistral3",
+    "idefics3": HERE + "idefics3",
+    "smolvlm": HERE + "smolvlm",
+    "qwen2_vl": HERE + "qwen2_vl",
+    "qwen2_5_vl": HERE + "qwen2_5_vl",
 }

@@ -1,4 +1,7 @@
-"""A tiny vision-language checkpoint: the wrapper's config, its model class, and a processor sized to its tower.
+"""Tiny vision-language checkpoints: the wrapper's config, its model class, and a processor sized to its tower.
+
+``VisionTinyConfig`` is LLaVA's; a family whose processor differs has its own
+subclass in a module here named after it (``tiny.qwen2_vl``, ``tiny.gemma3`` ...).
 
 Light on purpose (the ``nnterp.checkpoints`` entry points import it): transformers
 is imported only when a checkpoint is written.

@@ -1,0 +1,112 @@
+"""Gemma 3: a SigLIP tower whose output the projector pools, each value read where it is."""
+
+import types
+
+import pytest
+import torch
+from nnterp import EProperty, StandardizedTransformer, Unavailable
+from nnterp_conformance.checkpoints import tiny_checkpoint
+from nnterp_conformance.checks import CHECKS, verdict
+from nnterp_conformance.checks.vision import image
+from nnterp_conformance.runner import PROMPTS, run
+from nnterp_vision.components import VisionAttention, no_images
+from nnterp_vision.components.siglip import SiglipVision
+from nnterp_vision.families import gemma3
+from nnterp_vision.layouts import ImageFeatures
+from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
+
+VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
+PROMPT = "<start_of_image>Hello world"
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model):
+    torch.set_num_threads(1)
+    return tiny_model("gemma3")
+
+
+def broken(envoys):
+    """The Gemma 3 family with the module types of ``envoys`` keyed to other components."""
+    family = types.ModuleType("broken_gemma3")
+    family.TASK, family.RENAME, family.project_on_vocab = gemma3.TASK, gemma3.RENAME, gemma3.project_on_vocab
+    family.ENVOYS = {**envoys, **{key: value for key, value in gemma3.ENVOYS.items() if key not in envoys}}
+    return StandardizedTransformer(tiny_checkpoint("gemma3"), family=family, attn_implementation="eager")
+
+
+def test_vision_checks_pass(model):
+    verdicts = run(model, PROMPTS, only=VISION_CHECKS)
+    assert [v.status for v in verdicts] == ["pass"] * len(VISION_CHECKS), "\n".join(map(str, verdicts))
+
+
+def test_text_kit_passes_on_text_prompts(model):
+    verdicts = run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])
+    failed = [str(v) for v in verdicts if v.status != "pass"]
+    assert not failed, "\n".join(failed)
+    assert len(verdicts) >= 15
+
+
+def test_tree_and_sizes(model):
+    vision = model.vision
+    assert vision is model.model.vision_tower and model.projector is vision.projector
+    assert isinstance(vision, SiglipVision) and isinstance(model.projector, gemma3.PoolingProjector)
+    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (2, 64, 4, 16)
+    assert (vision.patch_size, vision.image_size, vision.intermediate_size) == (8, 32, 128)
+    assert model.projector.projector_input_size == 64
+    assert model.processor.image_token == "<start_of_image>"
+    # the text model keeps one sliding and one full layer
+    assert model.text_config.layer_types == ["sliding_attention", "full_attention"]
+
+
+def test_projector_pools_tower_output(model):
+    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
+        mask = model.vision.image_token_mask.save()
+        tower = model.vision.tower_output.save()
+        taken = model.projector.projector_input.save()
+        projected = model.projector.projector_output.save()
+        features = model.vision.image_features.save()
+    # the projector takes tower_output whole (16 patches) and returns mm_tokens_per_image (4) rows per image
+    assert tower.shape == (1, 16, 64) and torch.equal(taken, tower)
+    assert projected.shape == (1, 4, 64) and mask.sum() == 4
+    assert torch.equal(projected.flatten(0, 1), features)
+    # its rows are the 2 x 2 average pools of the patch grid, normed and projected
+    grid = tower.transpose(1, 2).reshape(1, 64, 4, 4)
+    pooled = torch.nn.functional.avg_pool2d(grid, 2).flatten(2).transpose(1, 2)
+    module = model.projector._module
+    expected = module.mm_soft_emb_norm(pooled) @ module.mm_input_projection_weight
+    torch.testing.assert_close(projected, expected)
+
+
+def test_no_image_makes_image_values_unavailable(model):
+    with pytest.raises(Unavailable, match="passes no image"):
+        with torch.no_grad(), model.trace("Hello world"):
+            model.vision.tower_output.save()
+
+
+# -- each check fails on a family that breaks what it checks ----------------------------------------
+
+
+class WrongContribution(VisionAttention):
+    """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
+
+    attention_output = VisionAttention.attention_output.at("q_proj.output")
+
+
+class FeaturesBeforeNorm(SiglipVision):
+    """image_features read at the projector's norm's input (the pooled patches): the right shape, the wrong tensor."""
+
+    @EProperty("/projector.mm_soft_emb_norm.input", "The pooled patches", no_images)
+    def image_features(self, value: torch.Tensor) -> ImageFeatures:
+        return value.flatten(0, 1)
+
+
+@pytest.mark.parametrize(
+    ("check", "envoys", "message"),
+    [
+        ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),
+        ("image_features_reach_the_text", {SiglipVisionModel: FeaturesBeforeNorm}, "against image_features: off by"),
+    ],
+)
+def test_check_fails_on_a_broken_family(model, check, envoys, message):
+    assert verdict(check, model, PROMPTS).status == "pass"
+    found = verdict(check, broken(envoys), PROMPTS)
+    assert found.status == "fail" and message in found.detail, str(found)

@@ -1,0 +1,123 @@
+"""VipLLaVA: LLaVA's tower, a projector over several tower layers, and features scattered per image."""
+
+import types
+
+import pytest
+import torch
+from nnterp import StandardizedTransformer, Unavailable
+from nnterp_conformance.checkpoints import tiny_checkpoint
+from nnterp_conformance.checks import CHECKS, verdict
+from nnterp_conformance.checks.vision import image
+from nnterp_conformance.runner import PROMPTS, run
+from nnterp_vision.components import Vision, VisionAttention
+from nnterp_vision.families import vipllava
+from nnterp_vision.families.vipllava import VipLlavaVision
+from nnterp_vision.reasons import NO_PROCESSOR
+from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
+
+VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
+PROMPT = "<image>Hello world"
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model):
+    torch.set_num_threads(1)
+    return tiny_model("vipllava")
+
+
+def broken(envoys):
+    """The VipLLaVA family with the module types of ``envoys`` keyed to other components."""
+    family = types.ModuleType("broken_vipllava")
+    family.TASK, family.RENAME = vipllava.TASK, vipllava.RENAME
+    family.ENVOYS = {**envoys, **{key: value for key, value in vipllava.ENVOYS.items() if key not in envoys}}
+    return StandardizedTransformer(tiny_checkpoint("vipllava"), family=family, attn_implementation="eager")
+
+
+def test_vision_checks_pass(model):
+    verdicts = run(model, PROMPTS, only=VISION_CHECKS)
+    assert [v.status for v in verdicts] == ["pass"] * len(VISION_CHECKS), "\n".join(map(str, verdicts))
+
+
+def test_text_kit_passes_on_text_prompts(model):
+    verdicts = run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])
+    failed = [str(v) for v in verdicts if v.status != "pass"]
+    assert not failed, "\n".join(failed)
+    assert len(verdicts) >= 15
+
+
+def test_tree_and_sizes(model):
+    vision = model.vision
+    assert isinstance(vision, VipLlavaVision) and vision is model.model.vision_tower
+    assert (vision.num_layers, vision.vision_hidden_size, vision.patch_size, vision.image_size) == (2, 64, 8, 32)
+    # two tower layers concatenated: twice the tower's width
+    assert model.projector.projector_input_size == 128
+
+
+def test_projector_reads_the_selected_layers(model):
+    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
+        mask = model.vision.image_token_mask.save()  # off the inputs: read before the tower
+        before = model.vision.layers[0].layer_input.save()  # hidden_states[0]
+        after = model.vision.layers[0].layer_output.save()  # hidden_states[-2]
+        taken = model.projector.projector_input.save()
+        projected = model.projector.projector_output.save()
+        features = model.vision.image_features.save()
+    # vision_feature_layer [-2, 0], each without its class row, side by side
+    assert torch.equal(taken, torch.cat([after[:, 1:], before[:, 1:]], dim=-1))
+    assert mask.sum() == 16 and features.shape == (16, 64)
+    assert torch.equal(projected.flatten(0, 1), features)
+
+
+def test_in_place_edit_of_image_features_lands(model):
+    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
+        mask = model.vision.image_token_mask.save()
+        model.vision.image_features[:] = 0
+        edited = model.layers[0].layer_input.save()
+    assert edited[mask].abs().max() == 0
+
+
+def test_no_image_and_no_processor(model, monkeypatch):
+    with pytest.raises(Unavailable, match="passes no image"):
+        with torch.no_grad(), model.trace("Hello world"):
+            model.vision.image_features.save()
+    monkeypatch.setattr(model, "processor", None)
+    assert model.vision.support()["image_features"] == NO_PROCESSOR
+    assert verdict("image_features_reach_the_text", model, PROMPTS).status == "skip"
+
+
+# -- each check fails on a family that breaks what it checks ----------------------------------------
+
+
+class WrongContribution(VisionAttention):
+    """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
+
+    attention_output = VisionAttention.attention_output.at("q_proj.output")
+
+
+class PatternAtScores(VisionAttention):
+    """The pattern read at the scores entering the softmax."""
+
+    attention_probabilities = VisionAttention.attention_probabilities.at(
+        "source.attention_interface_1.source.nn_functional_softmax_0.input"
+    )
+
+
+class FeaturesReturned(VipLlavaVision):
+    """image_features read at the copy VipLlavaModel returns after the text model ran: equal, and causally inert."""
+
+    image_features = VipLlavaVision.image_features.at("/model.output", select="image_hidden_states")
+
+
+@pytest.mark.parametrize(
+    ("check", "envoys", "message"),
+    [
+        ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
+        ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
+        # LLaVA's reading, unflattened: one image's features where the check counts rows per token
+        ("image_features_reach_the_text", {CLIPVisionModel: Vision}, "16 image tokens against 1 rows"),
+        ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
+    ],
+)
+def test_check_fails_on_a_broken_family(model, check, envoys, message):
+    assert verdict(check, model, PROMPTS).status == "pass"
+    found = verdict(check, broken(envoys), PROMPTS)
+    assert found.status == "fail" and message in found.detail, str(found)
