@@ -24,12 +24,23 @@ def has_vision(model: Any) -> bool:
     return "vision" in model.__dict__
 
 
+#: the sides a drawn image's height and width range over, in pixels
+SIDES = (24, 64)
+
+
 def image(seed: int = IMAGE_SEED) -> Any:
-    """A PIL image of uniform noise from ``seed``: the same pixels every run, nothing downloaded."""
+    """A PIL image of uniform noise from ``seed``: the same pixels every run, nothing downloaded.
+
+    The checks' own seed gives ``IMAGE_SHAPE``; any other seed (a drawn case's)
+    also draws the height and width within ``SIDES``, so the processors'
+    resizing, tiling and packing meet images of many shapes.
+    """
     import numpy as np
     from PIL import Image
 
-    pixels = np.random.default_rng(seed).integers(0, 256, (*IMAGE_SHAPE, 3), dtype=np.uint8)
+    generator = np.random.default_rng(seed)
+    shape = IMAGE_SHAPE if seed == IMAGE_SEED else tuple(int(side) for side in generator.integers(SIDES[0], SIDES[1] + 1, 2))
+    pixels = generator.integers(0, 256, (*shape, 3), dtype=np.uint8)
     return Image.fromarray(pixels)
 
 
