@@ -91,12 +91,14 @@ def test_no_image_makes_image_values_unavailable(model):
     assert text.shape[-1] == 64
     assert NO_IMAGE.startswith("this trace passes no image")
 
+
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 class WrongContribution(VisionAttention):
     """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
 
     attention_output = VisionAttention.attention_output.at("q_proj.output")
+
 
 class PatternAtScores(VisionAttention):
     """The pattern read at the scores entering the softmax."""
@@ -105,7 +107,6 @@ class PatternAtScores(VisionAttention):
         "source.attention_interface_1.source.nn_functional_softmax_0.input"
     )
 
-    patch_embeddings = PixtralVision.patch_embeddings.at("ln_pre.output")
 
 class FeaturesReturned(PixtralVision):
     """image_features read at the copy Mistral3Model returns after the text model ran: equal, and causally inert."""

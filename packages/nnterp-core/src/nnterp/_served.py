@@ -155,6 +155,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'paligemma',
         'qwen2_5_vl',
         'qwen2_vl',
+        'qwen3_vl',
         'smolvlm',
         'vipllava',
     ),

@@ -35,18 +35,21 @@ _PREPROCESSOR_FLAGS = {
 }
 
 
-def _model_type(model: Any, kwargs: dict) -> str:
-    if isinstance(model, torch.nn.Module):
-        return model.config.model_type
-    config = kwargs.get("config")
+def _config_dict(model: Any, kwargs: dict) -> dict:
+    """The checkpoint's config as a plain dict (nested configs as dicts too)."""
+    config = model.config if isinstance(model, torch.nn.Module) else kwargs.get("config")
     if config is not None:
-        return config.model_type
+        return config.to_dict()
     # The raw dict, not AutoConfig: a family outside transformers registers its
     # config class when its family module is imported, which is after this.
     from transformers import PretrainedConfig
 
     hub = {k: kwargs[k] for k in ("revision", "token") if k in kwargs}
-    return PretrainedConfig.get_config_dict(model, **hub)[0]["model_type"]
+    return PretrainedConfig.get_config_dict(model, **hub)[0]
+
+
+def _model_type(model: Any, kwargs: dict) -> str:
+    return _config_dict(model, kwargs)["model_type"]
 
 
 def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict) -> dict:
@@ -70,7 +73,10 @@ class StandardizedTransformer(TransformersModel):
     ``model`` is a hub id, a local directory or a loaded ``nn.Module``. The
     family serving its ``model_type`` is found through the ``nnterp.families``
     entry points (or passed as ``family=``); its ``RENAME`` and ``ENVOYS`` are
-    handed to nnsight, with any ``rename=``/``envoys=`` given here taking precedence. The
+    handed to nnsight, with any ``rename=``/``envoys=`` given here taking precedence. A
+    family whose names depend on the checkpoint (LLaVA on a CLIP or a Pixtral
+    tower) defines ``for_config(config) -> module | None`` naming the family
+    that serves this one; ``TASK`` names the pipeline task it loads with. The
     rest (``attn_implementation``, ``device_map``, ``dispatch``, ``dtype``,
     ``tokenizer`` ...) goes to nnsight's ``TransformersModel`` unchanged::
 
@@ -101,6 +107,10 @@ class StandardizedTransformer(TransformersModel):
             family = importlib.import_module(family)
         if family is None:
             family = family_for(_model_type(model, kwargs))
+        # a family whose names depend on the checkpoint's config (LLaVA: a CLIP or a Pixtral tower) names the module serving it
+        for_config = getattr(family, "for_config", None)
+        if for_config is not None:
+            family = for_config(_config_dict(model, kwargs)) or family
         self.family = family
         # a family says which pipeline task loads its preprocessors (a wrapper's processor); text generation else
         task = task or getattr(family, "TASK", "text-generation")

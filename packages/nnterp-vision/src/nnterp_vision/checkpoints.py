@@ -4,6 +4,7 @@ from .tiny import VisionTinyConfig, gemma3, idefics3, paligemma
 from .tiny.llava_next import LlavaNextTinyConfig
 from .tiny.mistral3 import PixtralTinyConfig
 from .tiny.qwen2_vl import QwenVLTinyConfig
+from .tiny.qwen3_vl import Qwen3VLTinyConfig
 from .tiny.vipllava import VipLlavaTinyConfig
 
 #: the text model: the sizes every tiny checkpoint shares (a wrapper's nested configs are not shrunk for it)
@@ -35,6 +36,13 @@ QWEN2_5_VL_VIT = {
     "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2,
     "temporal_patch_size": 2, "window_size": 32, "out_hidden_size": 64, "fullatt_block_indexes": [1],
 }
+#: Qwen3-VL's text model: interleaved 3D rotary positions; mrope_section sums to head_dim // 2
+QWEN3_TEXT = {"head_dim": 16, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3], "mrope_interleaved": True}}
+#: the learned position grid must be square (4 x 4); block 0 feeds the one DeepStack merger
+QWEN3_VL_VIT = {
+    "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2,
+    "temporal_patch_size": 2, "out_hidden_size": 64, "num_position_embeddings": 16, "deepstack_visual_indexes": [0],
+}
 
 TINY_CONFIGS = {
     # the image token follows the tokenizer's 300 entries; 16 image tokens, one per patch (the class row dropped)
@@ -65,7 +73,20 @@ TINY_CONFIGS = {
         {"text_config": {**TEXT, "model_type": "mistral"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
         load={"attn_implementation": "eager"},
     ),
+    # LLaVA on a Pixtral tower (Pixtral 12B): [IMG] is id 300; 10x12 patches, one image token each (no merge)
+    "llava_pixtral": PixtralTinyConfig(
+        "llava",
+        {
+            "text_config": {**TEXT, "model_type": "mistral"}, "vision_config": PIXTRAL, "image_token_id": 300,
+            "vision_feature_layer": -1, "vision_feature_select_strategy": "full",
+        },
+        load={"attn_implementation": "eager"},
+    ),
     # the checks' image: 4x6 patches, 6 image tokens; Qwen2.5-VL's block 0 attends in 32-pixel windows
     "qwen2_vl": QwenVLTinyConfig("qwen2_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_VL_VIT, **QWEN_TOKENS}),
     "qwen2_5_vl": QwenVLTinyConfig("qwen2_5_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS}),
+    # the checks' image: 4x6 patches, 6 image tokens; tower block 0's DeepStack merger is added after text layer 0
+    "qwen3_vl": Qwen3VLTinyConfig(
+        "qwen3_vl", {"text_config": QWEN3_TEXT, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS}, load={"attn_implementation": "eager"}
+    ),
 }

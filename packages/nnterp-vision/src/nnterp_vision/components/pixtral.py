@@ -83,3 +83,30 @@ class PatchMergerProjector(Projector):
     def projector_input_size(self) -> int:
         """Width of the projector's input: its first linear layer's (the patch merger's widens it, after the norm)."""
         return int(self._module.linear_1.in_features)
+
+
+#: what LLaVA's projector takes on a Pixtral tower: the packed row, its leading 1 kept
+PackedPatches = Float[Tensor, f"1 {PATCHES} projector_input_size"]
+#: what it returns: one row per patch, which is one image token
+PackedFeatures = Float[Tensor, f"1 {IMAGE_TOKENS} {HIDDEN}"]
+
+
+class PackedProjector(Projector):
+    """LLaVA's projector on a Pixtral tower: two linears over the packed row, one output row per patch.
+
+    It takes the selected tower stream as the tower returns it, ``[1, all
+    patches, projector_input_size]``, and returns ``[1, image_tokens,
+    hidden_size]``: ``LlavaModel`` splits the rows per image (by the
+    processor's ``image_sizes``) and scatters them in order, so
+    ``projector_output[0] == vision.image_features``.
+    """
+
+    @EProperty("input", "What the projector is called with", no_images)
+    def projector_input(self, value: Tensor) -> PackedPatches:
+        """The selected tower stream, packed, ``[1, all patches, projector_input_size]``. Assign to replace it."""
+        return value
+
+    @EProperty("output", "What the projector returns", no_images)
+    def projector_output(self, value: Tensor) -> PackedFeatures:
+        """The projected features, ``[1, image_tokens, hidden_size]``, image after image."""
+        return value

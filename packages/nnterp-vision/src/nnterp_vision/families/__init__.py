@@ -13,4 +13,5 @@ SERVED = {
     "smolvlm": HERE + "smolvlm",
     "qwen2_vl": HERE + "qwen2_vl",
     "qwen2_5_vl": HERE + "qwen2_5_vl",
+    "qwen3_vl": HERE + "qwen3_vl",
 }

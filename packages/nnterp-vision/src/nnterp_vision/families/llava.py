@@ -9,6 +9,8 @@ and scatters the projected features into the token embeddings, so it is the
 ``model.trace(prompt, images=[image])``, the prompt holding ``<image>``.
 """
 
+from types import ModuleType
+
 from nnterp.families import default
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPEncoderLayer, CLIPMLP, CLIPVisionModel
 from transformers.models.llava.modeling_llava import LlavaModel
@@ -45,3 +47,12 @@ ENVOYS = {
     LlavaModel: ImageScatter,
     **default.ENVOYS,
 }
+
+
+def for_config(config: dict) -> ModuleType | None:
+    """``llava_pixtral`` where the tower is Pixtral's (Pixtral 12B): its modules have other names; this module else."""
+    if (config.get("vision_config") or {}).get("model_type") == "pixtral":
+        from . import llava_pixtral
+
+        return llava_pixtral
+    return None

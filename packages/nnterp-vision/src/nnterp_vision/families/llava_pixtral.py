@@ -1,0 +1,40 @@
+"""LLaVA on a Pixtral tower (Pixtral 12B): ``model_type`` llava whose ``vision_config`` is pixtral.
+
+Served through ``llava.for_config``: the same wrapper as LLaVA
+(``LlavaForConditionalGeneration``, its two-layer projector, ``LlavaModel``
+as the ``ImageScatter``), with Mistral 3's tower. The tower is
+``model.vision``, a ``PixtralVision`` (packed: every image's patches in one
+row ``[1, all patches, vision_hidden_size]`` under a block-diagonal mask), its
+blocks ``model.vision.layers[i]`` with Pixtral's names aliased to the standard
+ones. No patch merger: the projector (``model.projector``) maps each patch to
+one image token, on the packed row, and ``LlavaModel`` splits its rows per
+image before the scatter. The processor is Pixtral's: ``[IMG]`` tokens, each
+row of the image closed by ``[IMG_BREAK]`` (the last by ``[IMG_END]``);
+``image_token_mask`` is the ``[IMG]`` tokens alone.
+"""
+
+from nnterp.families import default
+from transformers.models.llava.modeling_llava import LlavaModel
+
+from ..components import ImageScatter
+from ..components.pixtral import PackedProjector
+from .mistral3 import PIXTRAL_ENVOYS, PIXTRAL_RENAME
+
+#: the task to load with: the processor, so images reach the model
+TASK = "image-text-to-text"
+
+RENAME = {
+    "model.language_model.layers": "layers",
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.norm": "norm",
+    "model.vision_tower": "vision",
+    "model.multi_modal_projector": "projector",
+    **PIXTRAL_RENAME,
+}
+
+ENVOYS = {
+    **PIXTRAL_ENVOYS,
+    "projector": PackedProjector,
+    LlavaModel: ImageScatter,
+    **default.ENVOYS,
+}
