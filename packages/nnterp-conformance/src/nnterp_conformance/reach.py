@@ -38,7 +38,7 @@ KINDS = {
     SHORT_CONV: ("inkling2_text", "inkling_text", "lfm2", "lfm2_moe", "lfm3"),
     OWN_RECURRENCE: ("minimax", "recurrent_gemma", "rwkv", "xlstm"),
     QSA: ("qwen4_exp", "qwen4_exp_text"),
-    VISION: ("fuyu", "gemma3n", "gemma4", "gemma4_unified", "got_ocr2", "mllama", "dots3_note"),
+    VISION: ("fuyu", "gemma3n", "mllama", "dots3_note"),
     POST_LN_ENCODER: (
         "bert", "bert-generation", "big_bird", "camembert", "data2vec-text", "electra", "ernie",
         "megatron-bert", "rembert", "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "xlm-roberta",

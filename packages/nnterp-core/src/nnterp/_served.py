@@ -148,6 +148,9 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
     ),
     'nnterp-vision': (
         'gemma3',
+        'gemma4',
+        'gemma4_unified',
+        'got_ocr2',
         'idefics3',
         'llava',
         'llava_next',

@@ -1,5 +1,7 @@
 """The tiny checkpoints of the vision-language families: light, ``TinyConfig`` only."""
 
+from nnterp.tiny import TinyConfig
+
 from .tiny import VisionTinyConfig, gemma3, idefics3, paligemma
 from .tiny.llava_next import LlavaNextTinyConfig
 from .tiny.mistral3 import PixtralTinyConfig
@@ -89,4 +91,6 @@ TINY_CONFIGS = {
     "qwen3_vl": Qwen3VLTinyConfig(
         "qwen3_vl", {"text_config": QWEN3_TEXT, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS}, load={"attn_implementation": "eager"}
     ),
+    # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)
+    **{model_type: TinyConfig(model_type) for model_type in ("gemma4", "gemma4_unified", "got_ocr2")},
 }

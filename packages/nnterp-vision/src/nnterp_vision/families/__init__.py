@@ -14,4 +14,8 @@ SERVED = {
     "qwen2_vl": HERE + "qwen2_vl",
     "qwen2_5_vl": HERE + "qwen2_5_vl",
     "qwen3_vl": HERE + "qwen3_vl",
+    # wrappers whose text model is served and whose tower is not mapped yet
+    "gemma4": HERE + "gemma4",
+    "gemma4_unified": HERE + "gemma4",
+    "got_ocr2": HERE + "got_ocr2",
 }
