@@ -1,7 +1,5 @@
 """Gemma 3: a SigLIP tower whose output the projector pools, each value read where it is."""
 
-import types
-
 import pytest
 import torch
 from nnterp import EProperty, StandardizedTransformer, Unavailable
@@ -9,6 +7,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import VisionAttention, no_images
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.families import gemma3
@@ -27,10 +26,7 @@ def model(tiny_model):
 
 def broken(envoys):
     """The Gemma 3 family with the module types of ``envoys`` keyed to other components."""
-    family = types.ModuleType("broken_gemma3")
-    family.TASK, family.RENAME, family.project_on_vocab = gemma3.TASK, gemma3.RENAME, gemma3.project_on_vocab
-    family.ENVOYS = {**envoys, **{key: value for key, value in gemma3.ENVOYS.items() if key not in envoys}}
-    return StandardizedTransformer(tiny_checkpoint("gemma3"), family=family, attn_implementation="eager")
+    return StandardizedTransformer(tiny_checkpoint("gemma3"), family=with_envoys(gemma3, envoys), attn_implementation="eager")
 
 
 def test_vision_checks_pass(model):

@@ -1,7 +1,5 @@
 """Idefics3 and SmolVLM: an Idefics3 ViT, a pixel-shuffle connector, and the image features as the merge writes them in."""
 
-import types
-
 import pytest
 import torch
 from nnterp import EProperty, StandardizedTransformer
@@ -9,6 +7,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import ImageScatter, Vision, no_images
 from nnterp_vision.components.idefics3 import MergerScatter
 from nnterp_vision.families import idefics3, smolvlm
@@ -36,10 +35,7 @@ def model(tiny_model, name):
 
 def broken(name, envoys):
     """The family ``name`` with the module types of ``envoys`` keyed to other components."""
-    module = FAMILIES[name][0]
-    family = types.ModuleType(f"broken_{name}")
-    family.TASK, family.RENAME = module.TASK, module.RENAME
-    family.ENVOYS = {**envoys, **{key: value for key, value in module.ENVOYS.items() if key not in envoys}}
+    family = with_envoys(FAMILIES[name][0], envoys, f"broken_{name}")
     return StandardizedTransformer(tiny_checkpoint(name), family=family, attn_implementation="eager")
 
 

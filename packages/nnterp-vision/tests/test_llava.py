@@ -1,7 +1,5 @@
 """LLaVA: the tower's blocks keep the text blocks' identities, and the image features are what the text model receives."""
 
-import types
-
 import pytest
 import torch
 from nnterp import EProperty, StandardizedTransformer, Unavailable
@@ -9,6 +7,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import Vision, VisionAttention, no_images
 from nnterp_vision.families import llava
 from nnterp_vision.layouts import ImageFeatures
@@ -27,10 +26,7 @@ def model(tiny_model):
 
 def broken(envoys):
     """The LLaVA family with the module types of ``envoys`` keyed to other components."""
-    family = types.ModuleType("broken_llava")
-    family.TASK, family.RENAME = llava.TASK, llava.RENAME
-    family.ENVOYS = {**envoys, **{key: value for key, value in llava.ENVOYS.items() if key not in envoys}}
-    return StandardizedTransformer(tiny_checkpoint("llava"), family=family, attn_implementation="eager")
+    return StandardizedTransformer(tiny_checkpoint("llava"), family=with_envoys(llava, envoys), attn_implementation="eager")
 
 
 def test_vision_checks_pass(model):

@@ -1,7 +1,5 @@
 """LLaVA-NeXT: LLaVA's tower over anyres crops, and the image features as the text model receives them, unpadded with newline rows."""
 
-import types
-
 import pytest
 import torch
 from nnterp import EProperty, StandardizedTransformer, Unavailable
@@ -9,6 +7,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import Vision, VisionAttention, no_images
 from nnterp_vision.families import llava_next
 from nnterp_vision.layouts import ImageFeatures
@@ -32,10 +31,7 @@ def model(tiny_model):
 
 def broken(envoys):
     """The LLaVA-NeXT family with the module types of ``envoys`` keyed to other components."""
-    family = types.ModuleType("broken_llava_next")
-    family.TASK, family.RENAME = llava_next.TASK, llava_next.RENAME
-    family.ENVOYS = {**envoys, **{key: value for key, value in llava_next.ENVOYS.items() if key not in envoys}}
-    return StandardizedTransformer(tiny_checkpoint("llava_next"), family=family, attn_implementation="eager")
+    return StandardizedTransformer(tiny_checkpoint("llava_next"), family=with_envoys(llava_next, envoys), attn_implementation="eager")
 
 
 def test_vision_checks_pass(model):

@@ -1,7 +1,5 @@
 """Mistral 3: a Pixtral tower, packed, whose blocks keep the text blocks' identities, and a patch merger whose rows reach the text."""
 
-import types
-
 import pytest
 import torch
 from nnterp import StandardizedTransformer, Unavailable
@@ -9,6 +7,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import VisionAttention
 from nnterp_vision.components.pixtral import VARIABLE_RESOLUTION, PixtralVision
 from nnterp_vision.families import mistral3
@@ -28,10 +27,7 @@ def model(tiny_model):
 
 def broken(envoys):
     """The Mistral 3 family with the module types of ``envoys`` keyed to other components."""
-    family = types.ModuleType("broken_mistral3")
-    family.TASK, family.RENAME = mistral3.TASK, mistral3.RENAME
-    family.ENVOYS = {**envoys, **{key: value for key, value in mistral3.ENVOYS.items() if key not in envoys}}
-    return StandardizedTransformer(tiny_checkpoint("mistral3"), family=family, attn_implementation="eager")
+    return StandardizedTransformer(tiny_checkpoint("mistral3"), family=with_envoys(mistral3, envoys), attn_implementation="eager")
 
 def test_vision_checks_pass(model):
     verdicts = run(model, PROMPTS, only=VISION_CHECKS)

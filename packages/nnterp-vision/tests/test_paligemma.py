@@ -1,7 +1,5 @@
 """PaliGemma: a SigLIP tower and a linear projector, the image and prompt one prefix the text model attends to both ways."""
 
-import types
-
 import pytest
 import torch
 from nnterp import EProperty, StandardizedTransformer, Unavailable
@@ -9,6 +7,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import VisionAttention, no_images
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.families import paligemma
@@ -27,11 +26,7 @@ def model(tiny_model):
 
 def broken(envoys):
     """The PaliGemma family with the module types of ``envoys`` keyed to other components."""
-    family = types.ModuleType("broken_paligemma")
-    family.TASK, family.RENAME, family.prepare_invoke = paligemma.TASK, paligemma.RENAME, paligemma.prepare_invoke
-    family.project_on_vocab = paligemma.project_on_vocab
-    family.ENVOYS = {**envoys, **{key: value for key, value in paligemma.ENVOYS.items() if key not in envoys}}
-    return StandardizedTransformer(tiny_checkpoint("paligemma"), family=family, attn_implementation="eager")
+    return StandardizedTransformer(tiny_checkpoint("paligemma"), family=with_envoys(paligemma, envoys), attn_implementation="eager")
 
 
 def test_vision_checks_pass(model):

@@ -1,7 +1,5 @@
 """Qwen2-VL: the packed Qwen ViT's blocks keep the text blocks' identities, its attention is read whole, and the merged features are what the text model receives."""
 
-import types
-
 import pytest
 import torch
 
@@ -11,6 +9,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint  # noqa: E402
 from nnterp_conformance.checks import CHECKS, verdict  # noqa: E402
 from nnterp_conformance.checks.vision import image  # noqa: E402
 from nnterp_conformance.runner import PROMPTS, run  # noqa: E402
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import no_images  # noqa: E402
 from nnterp_vision.components.qwen import PER_IMAGE, QwenVision, QwenVisionAttention  # noqa: E402
 from nnterp_vision.families import qwen2_vl  # noqa: E402
@@ -32,10 +31,7 @@ def model(tiny_model):
 
 def broken(envoys):
     """The Qwen2-VL family with the module types of ``envoys`` keyed to other components."""
-    family = types.ModuleType("broken_qwen2_vl")
-    family.TASK, family.RENAME = qwen2_vl.TASK, qwen2_vl.RENAME
-    family.ENVOYS = {**envoys, **{key: value for key, value in qwen2_vl.ENVOYS.items() if key not in envoys}}
-    return StandardizedTransformer(tiny_checkpoint("qwen2_vl"), family=family, attn_implementation="eager")
+    return StandardizedTransformer(tiny_checkpoint("qwen2_vl"), family=with_envoys(qwen2_vl, envoys), attn_implementation="eager")
 
 
 def test_vision_checks_pass_but_the_pattern_skips(model):

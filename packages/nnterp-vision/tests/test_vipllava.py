@@ -1,7 +1,5 @@
 """VipLLaVA: LLaVA's tower, a projector over several tower layers, and features scattered per image."""
 
-import types
-
 import pytest
 import torch
 from nnterp import StandardizedTransformer, Unavailable
@@ -9,6 +7,7 @@ from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import Vision, VisionAttention
 from nnterp_vision.families import vipllava
 from nnterp_vision.families.vipllava import VipLlavaVision
@@ -27,10 +26,7 @@ def model(tiny_model):
 
 def broken(envoys):
     """The VipLLaVA family with the module types of ``envoys`` keyed to other components."""
-    family = types.ModuleType("broken_vipllava")
-    family.TASK, family.RENAME = vipllava.TASK, vipllava.RENAME
-    family.ENVOYS = {**envoys, **{key: value for key, value in vipllava.ENVOYS.items() if key not in envoys}}
-    return StandardizedTransformer(tiny_checkpoint("vipllava"), family=family, attn_implementation="eager")
+    return StandardizedTransformer(tiny_checkpoint("vipllava"), family=with_envoys(vipllava, envoys), attn_implementation="eager")
 
 
 def test_vision_checks_pass(model):
