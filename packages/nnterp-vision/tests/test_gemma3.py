@@ -8,10 +8,11 @@ from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
 from nnterp_conformance.variants import with_envoys
-from nnterp_vision.components import VisionAttention, no_images
+from nnterp_vision.components import no_images
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.families import gemma3
 from nnterp_vision.layouts import ImageFeatures
+from nnterp_vision.testing import WrongContribution
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
@@ -79,12 +80,6 @@ def test_no_image_makes_image_values_unavailable(model):
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
-
-
-class WrongContribution(VisionAttention):
-    """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
-
-    attention_output = VisionAttention.attention_output.at("q_proj.output")
 
 
 class FeaturesBeforeNorm(SiglipVision):

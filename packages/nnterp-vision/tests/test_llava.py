@@ -8,10 +8,11 @@ from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
 from nnterp_conformance.variants import with_envoys
-from nnterp_vision.components import Vision, VisionAttention, no_images
+from nnterp_vision.components import Vision, no_images
 from nnterp_vision.families import llava
 from nnterp_vision.layouts import ImageFeatures
 from nnterp_vision.reasons import NO_IMAGE, NO_PROCESSOR
+from nnterp_vision.testing import PatternAtScores, WrongContribution
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
@@ -90,20 +91,6 @@ def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
-
-
-class WrongContribution(VisionAttention):
-    """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
-
-    attention_output = VisionAttention.attention_output.at("q_proj.output")
-
-
-class PatternAtScores(VisionAttention):
-    """The pattern read at the scores entering the softmax."""
-
-    attention_probabilities = VisionAttention.attention_probabilities.at(
-        "source.attention_interface_1.source.nn_functional_softmax_0.input"
-    )
 
 
 class FeaturesBeforeActivation(Vision):

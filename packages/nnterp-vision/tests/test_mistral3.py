@@ -8,10 +8,10 @@ from nnterp_conformance.checks import CHECKS, verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
 from nnterp_conformance.variants import with_envoys
-from nnterp_vision.components import VisionAttention
 from nnterp_vision.components.pixtral import VARIABLE_RESOLUTION, PixtralVision
 from nnterp_vision.families import mistral3
 from nnterp_vision.reasons import NO_IMAGE
+from nnterp_vision.testing import PatternAtScores, WrongContribution
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
@@ -89,20 +89,6 @@ def test_no_image_makes_image_values_unavailable(model):
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
-
-class WrongContribution(VisionAttention):
-    """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
-
-    attention_output = VisionAttention.attention_output.at("q_proj.output")
-
-
-class PatternAtScores(VisionAttention):
-    """The pattern read at the scores entering the softmax."""
-
-    attention_probabilities = VisionAttention.attention_probabilities.at(
-        "source.attention_interface_1.source.nn_functional_softmax_0.input"
-    )
-
 
 class FeaturesReturned(PixtralVision):
     """image_features read at the copy Mistral3Model returns after the text model ran: equal, and causally inert."""

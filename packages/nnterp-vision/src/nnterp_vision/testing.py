@@ -1,0 +1,21 @@
+"""Vision components pointed at the wrong tensor on purpose: what a family's tests use to show a kit check fails.
+
+Key one on a tower's module type with ``nnterp_conformance.variants.with_envoys``
+and the check the break is about must fail, naming the block.
+"""
+
+from .components import VisionAttention
+
+
+class WrongContribution(VisionAttention):
+    """The attention's contribution read at its query projection: the right shape, the wrong tensor."""
+
+    attention_output = VisionAttention.attention_output.at("q_proj.output")
+
+
+class PatternAtScores(VisionAttention):
+    """The pattern read at the scores entering the softmax."""
+
+    attention_probabilities = VisionAttention.attention_probabilities.at(
+        "source.attention_interface_1.source.nn_functional_softmax_0.input"
+    )
