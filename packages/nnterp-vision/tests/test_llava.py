@@ -34,7 +34,7 @@ def test_vision_checks_pass(model):
     assert sorted(VISION_CHECKS) == sorted(
         [
             "vision_contribution", "vision_pattern_is_softmax_of_scores", "image_features_reach_the_text",
-            "written_image_values_move_downstream", "image_reaches_the_text_under_generate",
+            "written_image_values_move_downstream", "image_reaches_the_text_under_generate", "image_values_need_an_image",
         ]
     )
     verdicts = run(model, PROMPTS, only=VISION_CHECKS)
@@ -90,7 +90,49 @@ def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
     assert verdict("image_features_reach_the_text", model, PROMPTS).status == "skip"
 
 
+def test_one_invoke_mixes_prompts_with_and_without_images(model):
+    two, text = "<image>Hello<image> world", "The cat sat on the mat again"
+    pictures = [image(1), image(2)]
+    with torch.no_grad(), model.trace([two, text], images=[pictures, []]):
+        mask = model.vision.image_token_mask.save()
+        features = model.vision.image_features.save()
+        stream = model.layers[0].layer_input.save()
+        logits = model.logits.save()
+    with torch.no_grad(), model.trace(two, images=pictures):
+        two_alone = model.logits.save()
+    with torch.no_grad(), model.trace(text):
+        text_alone = model.logits.save()
+    assert mask[0].sum() == 32 and not mask[1].any() and torch.equal(stream[mask], features)
+    # a trace pads on the right: each row's tokens keep their positions, so each row reads as it does alone
+    torch.testing.assert_close(logits[0, : two_alone.shape[1]], two_alone[0])
+    torch.testing.assert_close(logits[1, : text_alone.shape[1]], text_alone[0])
+
+
+def test_generate_pads_a_mixed_batch_on_the_tokenizers_side(model):
+    with torch.no_grad(), model.generate(["<image>Hi", "The cat sat on the mat"], images=[[image()], []], max_new_tokens=2) as tracer:
+        mask = model.vision.image_token_mask.save()
+        out = tracer.result.save()
+    assert model.tokenizer.padding_side == "left" and mask.shape[0] == 2
+    # left padding: the shorter text row starts with padding, so both rows end where generation begins
+    alone = len(model.tokenizer("The cat sat on the mat").input_ids)
+    padding = mask.shape[1] - alone
+    assert padding > 0 and mask[0].sum() == 16 and out.shape == (2, mask.shape[1] + 2)
+    assert (out[1, :padding] == model.tokenizer.pad_token_id).all() and (out[1, padding] != model.tokenizer.pad_token_id)
+
+
+def test_text_only_check_fails_where_image_values_read_without_an_image(model):
+    assert verdict("image_values_need_an_image", model, PROMPTS).status == "pass"
+    found = verdict("image_values_need_an_image", broken({CLIPVisionModel: AlwaysThere}), PROMPTS)
+    assert found.status == "fail" and "rather than raising Unavailable" in found.detail, str(found)
+
+
 # -- each check fails on a family that breaks what it checks ----------------------------------------
+
+
+class AlwaysThere(Vision):
+    """A tower whose image_features ask nothing of the trace: read on text alone, they would wait for a scatter that never runs."""
+
+    image_features = Vision.image_features.at(unavailable=None)
 
 
 class FeaturesBeforeActivation(Vision):

@@ -12,6 +12,7 @@ from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
 from ._aliasing import spellings_kept
+from ._invokes import padded_processor_invoke
 from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
@@ -149,6 +150,8 @@ class StandardizedTransformer(TransformersModel):
         prepare = getattr(self.family, "prepare_invoke", None)
         if prepare is not None:
             invokes = [prepare(self, inputs, kwargs) for inputs, kwargs in invokes]
+        generating = "generate" in (fn if isinstance(fn, str) else getattr(fn, "__name__", ""))
+        invokes = [padded_processor_invoke(self, inputs, kwargs, generating) for inputs, kwargs in invokes]
         # nnsight numbers a left-padded row's tokens from 0; a family whose model
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
         args, kwargs = super()._batch(invokes, fn)

@@ -44,20 +44,62 @@ def image(seed: int = IMAGE_SEED) -> Any:
     return Image.fromarray(pixels)
 
 
-def image_prompt(model: Any, case: Case) -> str:
-    """The case's first prompt behind the image token; ``Skip`` when the load has no processor to take an image."""
+def image_token(model: Any, case: Case) -> str:
+    """The processor's image token; ``Skip`` when the load has no processor to take an image."""
     reason = model.vision.support().get("image_features")
     if reason is not None:
         raise Skip(f"no image reaches the model: {reason}")
+    return getattr(model.processor, "image_token", None) or "<image>"
+
+
+#: the most images a drawn prompt holds
+MOST_IMAGES = 2
+
+
+def image_batch(model: Any, case: Case) -> tuple[list[str], list[list[Any]]]:
+    """The case's image batch: prompts, and one list of images per prompt (``trace(prompts, images=images)``).
+
+    The checks' own seed gives one prompt with one image (``IMAGE_SHAPE``); a
+    drawn case's seed also draws how many images its prompt holds (one to
+    ``MOST_IMAGES``, each with a size of its own) and whether a second prompt
+    with no image rides in the same batch, so the scatter meets several
+    images per prompt and rows without any.
+    """
+    import numpy as np
+
+    token = image_token(model, case)
     text = case.prompts[0] if isinstance(case.prompts[0], str) else FALLBACK_TEXT
-    token = getattr(model.processor, "image_token", None) or "<image>"
-    return f"{token}{text}"
+    if case.seed == IMAGE_SEED:
+        return [f"{token}{text}"], [[image()]]
+    generator = np.random.default_rng(case.seed)
+    count = int(generator.integers(1, MOST_IMAGES + 1))
+    images = [image(case.seed + 7919 * index) for index in range(count)]
+    # the first image before the text, any others after it
+    prompt = token + text + token * (count - 1)
+    if generator.random() < 0.5:
+        return [prompt], [images]
+    other = case.prompts[-1] if isinstance(case.prompts[-1], str) else FALLBACK_TEXT
+    return [prompt, other], [images, []]
+
+
+def image_inputs(model: Any, case: Case) -> tuple[Any, list]:
+    """The case's image batch as a trace takes it: ``model.trace(prompts, images=images)``.
+
+    One prompt takes its images flat; several take one list each. (A helper
+    cannot open the trace itself: nnsight reads the ``with`` block from the
+    frame that calls ``trace`` or ``generate``.)
+    """
+    prompts, images = image_batch(model, case)
+    if len(prompts) == 1:
+        return prompts[0], images[0]
+    return prompts, images
 
 
 def read_image(model: Any, case: Case, plan: list[tuple[Any, str]]) -> list[torch.Tensor]:
-    """Each ``(host, name)`` of ``plan`` in one image trace, in order; ``host`` a function of the model."""
+    """Each ``(host, name)`` of ``plan`` in one trace of the case's image batch, in order; ``host`` a function of the model."""
     values: list[torch.Tensor] = []
-    with torch.no_grad(), model.trace(image_prompt(model, case), images=[image(case.seed)]):
+    prompts, images = image_inputs(model, case)
+    with torch.no_grad(), model.trace(prompts, images=images):
         for host, name in plan:
             values.append(get(host(model), name).detach().clone())
     return values
@@ -113,36 +155,53 @@ def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
 
 @check("vision", applies=has_vision)
 def image_features_reach_the_text(model: Any, case: Case) -> str:
-    """layers[0].layer_input[image_token_mask] == image_features, one feature row per image token."""
+    """layers[0].layer_input[image_token_mask] == image_features, one feature row per image token; a row with no image reads as alone."""
     vision = lambda model: model.vision  # noqa: E731
-    mask, features, stream = read_image(
-        model, case, [(vision, "image_token_mask"), (vision, "image_features"), (lambda model: model.layers[0], "layer_input")]
+    mask, features, stream, logits = read_image(
+        model,
+        case,
+        [(vision, "image_token_mask"), (vision, "image_features"), (lambda model: model.layers[0], "layer_input"), (lambda model: model, "logits")],
     )
     tokens = int(mask.sum())
     if tokens == 0:
         raise CheckFailure("image_token_mask marks no token of a prompt holding an image")
     if tokens != features.shape[0]:
         raise CheckFailure(f"{tokens} image tokens against {features.shape[0]} rows of image_features")
-    gap = expect_close("layers[0].layer_input at the image tokens against image_features", stream[mask], features)
-    return f"{tokens} image tokens, largest gap {gap:.3g}"
+    gaps = Gaps()
+    gaps.add(expect_close("layers[0].layer_input at the image tokens against image_features", stream[mask], features))
+    prompts, images = image_batch(model, case)
+    detail = f"{tokens} image tokens of {sum(map(len, images))} image(s)"
+    if len(prompts) > 1:
+        if mask[1].any():
+            raise CheckFailure("image_token_mask marks tokens of the batch's prompt that holds no image")
+        gaps.add(_alone(model, prompts[1], logits[1]))
+        detail += ", and a row with no image reading as it does alone"
+    return f"{detail}; {gaps}"
+
+
+def _alone(model: Any, prompt: str, row: torch.Tensor) -> float:
+    """The gap between ``row``, a batch row's logits (a trace pads such a batch on the right), and ``prompt``'s alone."""
+    with torch.no_grad(), model.trace(prompt):
+        alone = model.logits.detach().clone().save()
+    return expect_close("logits of the batch's row with no image against the prompt traced alone", row[: alone.shape[1]], alone[0])
 
 
 @check("vision", applies=has_vision)
 def written_image_values_move_downstream(model: Any, case: Case) -> str:
     """Writing image_features moves the logits (writing them back unchanged does not); writing patch_embeddings moves tower_output."""
-    prompt, picture = image_prompt(model, case), image(case.seed)
+    prompts, images = image_inputs(model, case)
     with torch.no_grad():
-        with model.trace(prompt, images=[picture]):
+        with model.trace(prompts, images=images):
             baseline = model.logits.detach().clone().save()
-        with model.trace(prompt, images=[picture]):
+        with model.trace(prompts, images=images):
             model.vision.image_features = model.vision.image_features.clone()
             unchanged = model.logits.detach().clone().save()
-        with model.trace(prompt, images=[picture]):
+        with model.trace(prompts, images=images):
             model.vision.image_features = case.edited(model.vision.image_features.unsqueeze(0))[0]
             moved = model.logits.detach().clone().save()
-        with model.trace(prompt, images=[picture]):
+        with model.trace(prompts, images=images):
             tower = model.vision.tower_output.detach().clone().save()
-        with model.trace(prompt, images=[picture]):
+        with model.trace(prompts, images=images):
             model.vision.patch_embeddings = case.edited(model.vision.patch_embeddings)
             edited_tower = model.vision.tower_output.detach().clone().save()
     expect_close("logits after writing image_features back unchanged", unchanged, baseline)
@@ -164,10 +223,10 @@ def image_reaches_the_text_under_generate(model: Any, case: Case) -> str:
     """Under generate, step 0 runs the tower first, then the image features land at the image tokens; later steps are one token."""
     import nnsight
 
-    prompt, picture = image_prompt(model, case), image(case.seed)
-    with torch.no_grad(), model.trace(prompt, images=[picture]):
+    prompts, images = image_inputs(model, case)
+    with torch.no_grad(), model.trace(prompts, images=images):
         traced = model.vision.image_features.detach().clone().save()
-    with torch.no_grad(), model.generate(prompt, images=[picture], max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+    with torch.no_grad(), model.generate(prompts, images=images, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
         steps = nnsight.save([])
         for index in tracer.iter[:STEPS]:
             if index == 0:
@@ -188,3 +247,25 @@ def image_reaches_the_text_under_generate(model: Any, case: Case) -> str:
     if later:
         raise CheckFailure(f"decode steps of {later} positions, expected one each")
     return f"{STEPS} steps; {gaps}"
+
+
+@check("vision", applies=has_vision)
+def image_values_need_an_image(model: Any, case: Case) -> str:
+    """A trace of text alone runs no tower: every image value raises Unavailable saying so, rather than a stale or empty value."""
+    from nnterp.errors import Unavailable
+
+    image_token(model, case)  # Skip where the load takes no image at all
+    text = case.prompts[0] if isinstance(case.prompts[0], str) else FALLBACK_TEXT
+    names = ("image_features", "tower_output", "patch_embeddings")
+    raised = []
+    for name in names:
+        try:
+            with torch.no_grad(), model.trace(text):
+                get(model.vision, name).save()
+        except Unavailable as error:
+            raised.append(str(error))
+            continue
+        except Exception as error:  # noqa: BLE001 - anything else is the failure this check names
+            raise CheckFailure(f"vision.{name} on a trace with no image raised {type(error).__name__}: {str(error)[:200]}, rather than raising Unavailable")
+        raise CheckFailure(f"vision.{name} read a value on a trace with no image, rather than raising Unavailable")
+    return f"{len(raised)} image values unavailable without an image ({raised[0][:60]}...)"

@@ -1,0 +1,34 @@
+"""Invokes written in a processor's terms: several prompts with their images, padded into one encoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def padded_processor_invoke(model: Any, inputs: tuple, kwargs: dict, generating: bool) -> tuple:
+    """An invoke of several prompts with images, as the processor's padded encoding in the model's terms.
+
+    ``model.trace(["<image>a cat", "no image here"], images=[[cat], []])``:
+    nnsight hands such an invoke to the processor without ``padding``, which
+    fails on prompts of different lengths; here the processor pads them, so
+    one invoke may mix prompts with and without images and several images per
+    prompt (images nested one list per prompt, as every processor accepts).
+    A trace pads on the right, so every row's tokens keep the positions they
+    have alone (a wrapper places its own, 3D ones included, from there); a
+    ``generate`` pads on the tokenizer's side, as generation must continue
+    each row from its last token. Any other invoke comes back unchanged.
+    """
+    from nnsight.modeling.processing import PROCESSOR_KEYS, PROCESSOR_MEDIA_KEYS
+
+    processor = getattr(model, "processor", None)
+    if processor is None or not set(kwargs) & PROCESSOR_MEDIA_KEYS:
+        return inputs, kwargs
+    text = inputs[0] if inputs else kwargs.get("text")
+    if not isinstance(text, (list, tuple)) or len(text) < 2 or not all(isinstance(prompt, str) for prompt in text):
+        return inputs, kwargs
+    call = {key: value for key, value in kwargs.items() if key in PROCESSOR_KEYS}
+    call["text"] = list(text)
+    forward = {key: value for key, value in kwargs.items() if key not in PROCESSOR_KEYS}
+    side = {} if generating else {"padding_side": "right"}
+    encoding = processor(**call, padding=True, return_tensors="pt", **side)
+    return (), {**dict(encoding), **forward}
