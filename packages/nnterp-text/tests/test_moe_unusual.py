@@ -38,7 +38,6 @@ SKIPS = {
     "jetmoe": MOE | NO_SLOTS | NO_O_PROJ,
     "llama4_text": MOE | INPUT_SCALED,
     "llama4_text-dense": INPUT_SCALED,  # the dense first block has its neurons
-    "llama4": MOE | INPUT_SCALED,
     "zaya": MOE | TOP_1 | {"contribution", "mid_stream", "contribution_at_every_step"},  # ResidualScaling
     "gemma4_text": SCALED_STREAM,  # no experts on this checkpoint: no mixture check runs
     "gemma4_text-moe": SCALED_STREAM,  # the mixture's values all hold; only mlp_output is missing

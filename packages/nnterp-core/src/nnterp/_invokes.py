@@ -32,3 +32,20 @@ def padded_processor_invoke(model: Any, inputs: tuple, kwargs: dict, generating:
     side = {} if generating else {"padding_side": "right"}
     encoding = processor(**call, padding=True, return_tensors="pt", **side)
     return (), {**dict(encoding), **forward}
+
+
+def in_model_dtype(model: Any, kwargs: dict) -> dict:
+    """The assembled inputs with every floating tensor in the model's dtype, as transformers' pipelines hand them.
+
+    A processor featurizes images in its own dtype (Llama 4's in bfloat16,
+    most in float32); the model computes in the dtype it was loaded in.
+    """
+    import torch
+
+    dtype = getattr(model._module, "dtype", None)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        return kwargs
+    return {
+        key: value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype else value
+        for key, value in kwargs.items()
+    }

@@ -8,11 +8,12 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from nnsight.intervention.source import install_source
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
 from ._aliasing import spellings_kept
-from ._invokes import padded_processor_invoke
+from ._invokes import in_model_dtype, padded_processor_invoke
 from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
@@ -121,12 +122,21 @@ class StandardizedTransformer(TransformersModel):
         envoys = with_tensor_parallel(envoys, model, kwargs)
         with spellings_kept():
             super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
+        # a wrapper whose root forward scatters its image features (ROOT_SCATTER) serves an operation of a forward
+        # that is already running when the tower's values are read: instrument it now, as a sourced component is
+        if getattr(family, "ROOT_SCATTER", None):
+            install_source(self)
         missing = [name for name in root_names(family) if name not in self.__dict__]
         if missing:
             raise FamilyMismatch(
                 f"{family.__name__} gives this {type(self._module).__name__} no {', '.join(missing)}: "
                 "its RENAME does not fit this model's module names (print(model) shows them)"
             )
+
+    def _update(self, module: Any) -> None:
+        super()._update(module)
+        if getattr(getattr(self, "family", None), "ROOT_SCATTER", None):
+            install_source(self)
 
     def _loaded_preprocessors(self) -> set:
         # transformers 5.23 lists a task's pipeline class by its dotted name, which
@@ -155,6 +165,7 @@ class StandardizedTransformer(TransformersModel):
         # nnsight numbers a left-padded row's tokens from 0; a family whose model
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
         args, kwargs = super()._batch(invokes, fn)
+        kwargs = in_model_dtype(self, kwargs)
         shift = getattr(self.family, "position_ids", None)
         if shift is not None and "position_ids" in kwargs:
             kwargs["position_ids"] = shift(self, kwargs["position_ids"])

@@ -108,7 +108,7 @@ TINY_CONFIGS: dict[str, TinyConfig] = {
     "git": TinyConfig("git"),
     # RoPE is sized by head_dim, which must equal qk_rope_head_dim; the aliased sizes are not shrunk by name
     "longcat_flash": TinyConfig("longcat_flash", {"zero_expert_num": 2, "head_dim": 8, "num_key_value_heads": 4, "moe_topk": 2, "ffn_hidden_size": 128, "expert_ffn_hidden_size": 32}),
-    **{model_type: TinyConfig(model_type) for model_type in ("jetmoe", "llama4", "llama4_text")},
+    **{model_type: TinyConfig(model_type) for model_type in ("jetmoe", "llama4_text")},
     **{
         model_type: TinyConfig(model_type)
         for model_type in ("qwen3_moe", "mellum", "qwen2_moe", "ernie4_5_moe", "minimax_m2", "minimax_m3_vl_text", "aria_text", "phimoe")

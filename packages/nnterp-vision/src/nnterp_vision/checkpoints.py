@@ -2,7 +2,7 @@
 
 from nnterp.tiny import TinyConfig
 
-from .tiny import VisionTinyConfig, gemma3, idefics3, paligemma
+from .tiny import VisionTinyConfig, gemma3, idefics3, llama4, paligemma
 from .tiny.llava_next import LlavaNextTinyConfig
 from .tiny.mistral3 import PixtralTinyConfig
 from .tiny.qwen2_vl import QwenVLTinyConfig
@@ -91,6 +91,8 @@ TINY_CONFIGS = {
     "qwen3_vl": Qwen3VLTinyConfig(
         "qwen3_vl", {"text_config": QWEN3_TEXT, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS}, load={"attn_implementation": "eager"}
     ),
+    # the checks' image resized to 32 x 32: 16 patches (and a class row, last), pixel-shuffled into 4 image tokens
+    "llama4": llama4.TINY,
     # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)
     **{model_type: TinyConfig(model_type) for model_type in ("gemma4", "gemma4_unified", "got_ocr2")},
 }

@@ -132,7 +132,6 @@ SERVED: dict[str, str] = {
     "beam": HERE + "beam",
     "git": HERE + "git",
     "longcat_flash": HERE + "longcat_flash",
-    "llama4": HERE + "llama4_text",
     "llama4_text": HERE + "llama4_text",
     "axk1": HERE + "axk1",
     "deepseek_v2": HERE + "deepseek_v2",

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from ..layouts import ImageFeatures, ImageTokenMask, Patches
 from .availability import no_images
-from .scatter import scatter_host
+from .scatter import scatter_site
 
 
 def image_token_id(envoy: Any) -> int:
@@ -21,13 +21,11 @@ def image_token_id(envoy: Any) -> int:
 
 
 def _scatter_key(envoy: Any) -> str:
-    host = scatter_host(envoy)
-    relative = host.path[len(envoy.root.path) :].lstrip(".")
-    return f"/{relative}.source.{host.scatter_operation}.inputs"
+    return scatter_site(envoy)[0]
 
 
 def _scatter_argument(envoy: Any) -> int | str:
-    return scatter_host(envoy).scatter_argument
+    return scatter_site(envoy)[1]
 
 
 def _input_ids(value: Any) -> Tensor:

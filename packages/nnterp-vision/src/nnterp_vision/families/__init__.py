@@ -14,6 +14,7 @@ SERVED = {
     "qwen2_vl": HERE + "qwen2_vl",
     "qwen2_5_vl": HERE + "qwen2_5_vl",
     "qwen3_vl": HERE + "qwen3_vl",
+    "llama4": HERE + "llama4",
     # wrappers whose text model is served and whose tower is not mapped yet
     "gemma4": HERE + "gemma4",
     "gemma4_unified": HERE + "gemma4",

@@ -1,0 +1,57 @@
+"""Llama 4: a Llama 4 ViT (its pixel shuffle inside), a linear projector and the Llama 4 text model, under Llama4ForConditionalGeneration.
+
+The wrapper has no inner model: ``Llama4ForConditionalGeneration.forward``
+runs the tower, projects it and scatters the projection into the token
+embeddings itself, so the root is the scatter's host (``ROOT_SCATTER``, the
+operation's name in the root's ``.source``) and its forward is instrumented
+at build. The text model keeps nnterp-text's Llama 4 family (its mixture,
+``feed_forward`` as ``mlp``) under ``language_model.model``; the tower is
+``model.vision`` (``Llama4Vision``), its blocks ``model.vision.layers[i]``
+already under the standard names (``input_layernorm``, ``self_attn`` with
+``q_proj`` ... ``o_proj``, ``mlp`` with ``fc1``/``fc2`` aliased
+``up_proj``/``down_proj``); the projector is ``model.projector``.
+``image_token_mask`` is the ``<|patch|>`` tokens (the config's
+``image_token_index``).
+"""
+
+from nnterp_text.families import llama4_text
+from transformers.models.llama4.modeling_llama4 import (
+    Llama4MultiModalProjector,
+    Llama4VisionAttention,
+    Llama4VisionEncoderLayer,
+    Llama4VisionMLP,
+    Llama4VisionModel,
+)
+
+from ..components import VisionAttention, VisionLayer, VisionMlp
+from ..components.llama4 import FlatProjector, Llama4Vision
+
+#: the task to load with: the processor, so images reach the model
+TASK = "image-text-to-text"
+
+#: the operation of the root's forward that writes the projected features into the embeddings (core instruments it)
+ROOT_SCATTER = "inputs_embeds_masked_scatter_0"
+
+RENAME = {
+    **{key: value for key, value in llama4_text.RENAME.items() if not key.startswith("model.")},
+    "language_model.model.layers": "layers",
+    "language_model.model.embed_tokens": "embed_tokens",
+    "language_model.model.norm": "norm",
+    "language_model.lm_head": "lm_head",
+    "vision_model": "vision",
+    "multi_modal_projector": "projector",
+    # the tower's modules, under the standard names
+    "model.layers": "layers",
+    "patch_embedding": "patch_embed",
+    "fc1": "up_proj",
+    "fc2": "down_proj",
+}
+
+ENVOYS = {
+    Llama4VisionModel: Llama4Vision,
+    Llama4VisionEncoderLayer: VisionLayer,
+    Llama4VisionAttention: VisionAttention,
+    Llama4VisionMLP: VisionMlp,
+    Llama4MultiModalProjector: FlatProjector,
+    **llama4_text.ENVOYS,  # the default's, the mixture at layers.*.mlp
+}
