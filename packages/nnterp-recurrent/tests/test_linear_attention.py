@@ -16,7 +16,7 @@ from nnterp_recurrent import LinearAttention, route_delta_rule, route_kernels
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 CHECKPOINTS = [
-    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "olmo_hybrid", "olmo_hybrid-sigmoid",
+    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "olmo_hybrid-sigmoid",
     "kimi_linear", "bailing_hybrid",
 ]
 
@@ -35,7 +35,7 @@ def routed(model):
 
 @pytest.mark.parametrize("name", CHECKPOINTS)
 def test_every_check_passes(tiny_model, name):
-    skips = {"neurons_make_contribution"} if name in ("qwen3_next", "qwen3_5_moe_text", "qwen3_5_moe") else set()
+    skips = {"neurons_make_contribution"} if name in ("qwen3_next", "qwen3_5_moe_text") else set()
     assert_conforms(tiny_model(name), PROMPTS, skips)
 
 

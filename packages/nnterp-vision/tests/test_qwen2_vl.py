@@ -11,9 +11,10 @@ from nnterp_conformance.checks.vision import image  # noqa: E402
 from nnterp_conformance.runner import PROMPTS, run  # noqa: E402
 from nnterp_conformance.variants import with_envoys
 from nnterp_vision.components import no_images  # noqa: E402
-from nnterp_vision.components.qwen import PER_IMAGE, QwenVision, QwenVisionAttention  # noqa: E402
+from nnterp_vision.components.qwen import PER_IMAGE, QwenVision  # noqa: E402
 from nnterp_vision.families import qwen2_vl  # noqa: E402
 from nnterp_vision.layouts import ImageFeatures  # noqa: E402
+from nnterp_vision.testing import QwenWrongContribution
 from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VisionTransformerPretrainedModel  # noqa: E402
 from transformers.models.qwen2_vl.modeling_qwen2_vl import VisionAttention as QwenAttention  # noqa: E402
 
@@ -143,12 +144,6 @@ def test_no_image_makes_image_values_unavailable(model):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class WrongContribution(QwenVisionAttention):
-    """The attention's contribution read at its output projection's input: the right shape, the wrong tensor."""
-
-    attention_output = QwenVisionAttention.attention_output.at("proj.input")
-
-
 class FeaturesBeforeMerging(QwenVision):
     """image_features read at the merger's norm: each merge block's first patch, normed, not merged."""
 
@@ -168,7 +163,7 @@ class FeaturesAtTheCount(QwenVision):
 @pytest.mark.parametrize(
     ("check", "envoys", "message"),
     [
-        ("vision_contribution", {QwenAttention: WrongContribution}, "against layer_output: off by"),
+        ("vision_contribution", {QwenAttention: QwenWrongContribution}, "against layer_output: off by"),
         ("image_features_reach_the_text", {Qwen2VisionTransformerPretrainedModel: FeaturesBeforeMerging}, "against image_features: off by"),
         ("written_image_values_move_downstream", {Qwen2VisionTransformerPretrainedModel: FeaturesAtTheCount}, "left the logits unchanged"),
     ],

@@ -21,8 +21,6 @@ FALCON_H1 = {
 
 TINY_CONFIGS = {
     **{model_type: TinyConfig(model_type, DELTANET) for model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")},
-    # a vision-language config, whose causal LM is the text model of its text_config
-    **{model_type: TinyConfig(model_type, {"text_config": DELTANET}) for model_type in ("qwen3_5", "qwen3_5_moe")},
     # betas doubled into (0, 2), the config's default
     "olmo_hybrid": TinyConfig("olmo_hybrid", DELTANET),
     # betas a plain sigmoid, in (0, 1)

@@ -1,6 +1,7 @@
 """The tiny checkpoints of the vision-language families: light, ``TinyConfig`` only."""
 
 from nnterp.tiny import TinyConfig
+from nnterp_recurrent.checkpoints import DELTANET
 
 from .tiny import VisionTinyConfig, gemma3, idefics3, llama4, paligemma
 from .tiny.llava_next import LlavaNextTinyConfig
@@ -40,6 +41,11 @@ QWEN2_5_VL_VIT = {
 }
 #: Qwen3-VL's text model: interleaved 3D rotary positions; mrope_section sums to head_dim // 2
 QWEN3_TEXT = {"head_dim": 16, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3], "mrope_interleaved": True}}
+#: Qwen3.5's text model: nnterp-recurrent's gated DeltaNet sizes, a quarter of each 32-wide head rotated, in 3D
+QWEN3_5_TEXT = {
+    **DELTANET, "head_dim": 32,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [2, 1, 1], "mrope_interleaved": True},
+}
 #: the learned position grid must be square (4 x 4); block 0 feeds the one DeepStack merger
 QWEN3_VL_VIT = {
     "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2,
@@ -91,6 +97,15 @@ TINY_CONFIGS = {
     "qwen3_vl": Qwen3VLTinyConfig(
         "qwen3_vl", {"text_config": QWEN3_TEXT, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS}, load={"attn_implementation": "eager"}
     ),
+    # Qwen3-VL's tower without DeepStack over gated DeltaNet blocks; 6 image tokens for the checks' image
+    **{
+        model_type: Qwen3VLTinyConfig(
+            model_type,
+            {"text_config": QWEN3_5_TEXT, "vision_config": {k: v for k, v in QWEN3_VL_VIT.items() if k != "deepstack_visual_indexes"}, **QWEN_TOKENS},
+            load={"attn_implementation": "eager"},
+        )
+        for model_type in ("qwen3_5", "qwen3_5_moe")
+    },
     # the checks' image resized to 32 x 32: 16 patches (and a class row, last), pixel-shuffled into 4 image tokens
     "llama4": llama4.TINY,
     # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)

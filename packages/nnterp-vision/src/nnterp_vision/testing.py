@@ -5,6 +5,7 @@ and the check the break is about must fail, naming the block.
 """
 
 from .components import VisionAttention
+from .components.qwen import QwenVisionAttention
 
 
 class WrongContribution(VisionAttention):
@@ -19,3 +20,9 @@ class PatternAtScores(VisionAttention):
     attention_probabilities = VisionAttention.attention_probabilities.at(
         "source.attention_interface_1.source.nn_functional_softmax_0.input"
     )
+
+
+class QwenWrongContribution(QwenVisionAttention):
+    """The Qwen ViT attention's contribution read at its output projection's input: the right shape, the wrong tensor."""
+
+    attention_output = QwenVisionAttention.attention_output.at("proj.input")

@@ -6,9 +6,6 @@ SERVED = {
     "qwen3_next": HERE + "qwen3_next",
     "qwen3_5_text": HERE + "qwen3_5_text",
     "qwen3_5_moe_text": HERE + "qwen3_5_moe_text",
-    # the vision-language configs: their causal LM is the text model, built from text_config
-    "qwen3_5": HERE + "qwen3_5_text",
-    "qwen3_5_moe": HERE + "qwen3_5_moe_text",
     "olmo_hybrid": HERE + "olmo_hybrid",
     "kimi_linear": HERE + "kimi_linear",
     "bailing_hybrid": HERE + "bailing_hybrid",

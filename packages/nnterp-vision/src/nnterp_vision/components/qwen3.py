@@ -1,4 +1,4 @@
-"""The Qwen3-VL ViT: the Qwen ViT with learned position embeddings and DeepStack mergers feeding the text model's first layers."""
+"""The Qwen3-VL ViT: the Qwen ViT with learned position embeddings and DeepStack mergers feeding the text model's first layers (Qwen3.5's: none)."""
 
 from __future__ import annotations
 
@@ -47,10 +47,10 @@ class Qwen3Vision(QwenVision):
 
     @property
     def deepstack_layers(self) -> tuple[int, ...]:
-        """The tower blocks whose streams feed the DeepStack mergers, in merger order."""
-        return tuple(int(index) for index in self._config.deepstack_visual_indexes)
+        """The tower blocks whose streams feed the DeepStack mergers, in merger order; none on a tower without them (Qwen3.5)."""
+        return tuple(int(index) for index in getattr(self._config, "deepstack_visual_indexes", None) or ())
 
     @property
     def deepstack_mergers(self) -> list[Any]:
-        """The DeepStack mergers, ``deepstack_merger_list``: merger ``j`` feeds text layer ``j``'s output."""
-        return list(self.deepstack_merger_list)
+        """The DeepStack mergers, ``deepstack_merger_list``: merger ``j`` feeds text layer ``j``'s output; none on Qwen3.5."""
+        return list(self.deepstack_merger_list) if "deepstack_merger_list" in self.__dict__ else []

@@ -15,6 +15,8 @@ SERVED = {
     "qwen2_5_vl": HERE + "qwen2_5_vl",
     "qwen3_vl": HERE + "qwen3_vl",
     "llama4": HERE + "llama4",
+    "qwen3_5": HERE + "qwen3_5",
+    "qwen3_5_moe": HERE + "qwen3_5_moe",
     # wrappers whose text model is served and whose tower is not mapped yet
     "gemma4": HERE + "gemma4",
     "gemma4_unified": HERE + "gemma4",

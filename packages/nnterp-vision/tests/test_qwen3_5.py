@@ -1,0 +1,78 @@
+"""Qwen3.5 (and its mixture): Qwen3-VL's tower without DeepStack over a gated DeltaNet text model: the image's tokens enter the recurrent state."""
+
+import pytest
+import torch
+from nnterp_conformance.checks import CHECKS, verdict
+from nnterp_conformance.checks.vision import image
+from nnterp_conformance.runner import PROMPTS, run
+from nnterp_conformance.variants import with_envoys
+from nnterp_recurrent.components import LinearAttention
+from nnterp_vision.components.qwen import PER_IMAGE
+from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
+from nnterp_vision.families import qwen3_5
+from nnterp_vision.testing import QwenWrongContribution
+from nnterp import StandardizedTransformer
+from nnterp_conformance.checkpoints import tiny_checkpoint
+from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5VisionAttention
+
+VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
+PROMPT = "<|image_pad|>Hello world"
+#: the checks' 40 x 48 image, resized to 32 x 48: a 4 x 6 grid of 8-pixel patches, 2 x 3 merge blocks, one token each
+PATCHES, TOKENS = 24, 6
+
+
+@pytest.fixture(scope="module", params=["qwen3_5", "qwen3_5_moe"])
+def model(tiny_model, request):
+    torch.set_num_threads(1)
+    return tiny_model(request.param)
+
+
+def test_vision_checks_pass_but_the_pattern_skips(model):
+    verdicts = {v.name: v for v in run(model, PROMPTS, only=VISION_CHECKS)}
+    pattern = verdicts.pop("vision_pattern_is_softmax_of_scores")
+    assert pattern.status == "skip" and PER_IMAGE in pattern.detail, str(pattern)
+    assert [v.status for v in verdicts.values()] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts.values()))
+
+
+def test_recurrent_checks_pass_on_the_wrapper(model):
+    recurrent = [name for name, found in CHECKS.items() if found.kind == "recurrent"]
+    verdicts = run(model, PROMPTS, only=recurrent)
+    assert len(verdicts) == len(recurrent) >= 5
+    assert [v.status for v in verdicts] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts))
+
+
+def test_tree_has_no_deepstack_and_recurrent_text_blocks(model):
+    vision = model.vision
+    assert isinstance(vision, Qwen3Vision) and isinstance(model.projector, Qwen3Merger) and model.projector is vision.merger
+    assert vision.deepstack_layers == () and vision.deepstack_mergers == []
+    assert (vision.num_layers, vision.vision_hidden_size, vision.patch_size) == (2, 64, 8)
+    kinds = {type(layer.linear_attn) for layer in model.layers if "linear_attn" in layer._module._modules}
+    assert kinds == {type(model.layers[0].linear_attn)} and isinstance(model.layers[0].linear_attn, LinearAttention)
+
+
+def test_image_tokens_enter_the_recurrent_state(model):
+    mixer, last = model.layers[0].linear_attn, "Hello world<|image_pad|>"
+    with torch.no_grad(), model.trace(last, images=[image()]):
+        mask = model.vision.image_token_mask.save()
+        merged = model.projector.projector_output.save()
+        features = model.vision.image_features.save()
+        stream = model.layers[0].layer_input.save()
+        state = mixer.state_output.save()
+    with torch.no_grad(), model.trace(last, images=[image()]):
+        model.vision.image_features = torch.zeros_like(model.vision.image_features)
+        blank = mixer.state_output.save()
+    assert mask.sum() == TOKENS and merged.shape == (TOKENS, 64)
+    assert torch.equal(merged, features) and torch.equal(stream[mask], features)
+    # the DeltaNet state after the prompt's last token, an image token, holds what it wrote
+    # (the random tiny model's decay forgets a token within a few steps, so the image comes last)
+    assert (state - blank).abs().max() > 1e-4
+
+
+def test_check_fails_on_a_broken_family(tiny_model):
+    model = tiny_model("qwen3_5")
+    assert verdict("vision_contribution", model, PROMPTS).status == "pass"
+    broken = StandardizedTransformer(
+        tiny_checkpoint("qwen3_5"), family=with_envoys(qwen3_5, {Qwen3_5VisionAttention: QwenWrongContribution}), attn_implementation="eager"
+    )
+    found = verdict("vision_contribution", broken, PROMPTS)
+    assert found.status == "fail" and "against layer_output: off by" in found.detail, str(found)
