@@ -305,6 +305,7 @@ def vision_section(rows: list[dict[str, Any]]) -> list[str]:
     """The table of transformers' image-text-to-text model types: each served checkpoint's vision checks, and why the rest are not served."""
     from .checks import CHECKS
     from .reach import VISION_NOT_YET
+    from .reach_vision import VISION_KINDS
 
     image_checks = [name for name, found in CHECKS.items() if found.kind == "vision"]
     lines = [
@@ -331,10 +332,14 @@ def vision_section(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {counts} |")
     from nnterp.registry import families
 
+    kinds = {model_type: reason for reason, model_types in VISION_KINDS.items() for model_type in model_types}
     for model_type in (model_type for model_type in vision_types() if model_type not in served):
         path = families().get(model_type)
-        if model_type in text_only:
-            reason = f"its text model is served (checkpoint {text_only[model_type]} passes the text checks); its tower is not mapped yet"
+        served_text = f"its text model is served (checkpoint {text_only.get(model_type)} passes the text checks)"
+        if model_type in kinds:
+            reason = (f"{served_text}; its tower: " if model_type in text_only else "") + kinds[model_type]
+        elif model_type in text_only:
+            reason = f"{served_text}; its tower is not mapped yet"
         elif path:
             reason = f"served by {path}, but no tiny checkpoint is registered for it here"
         else:
