@@ -11,7 +11,8 @@ from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS, run
 from nnterp_conformance.variants import with_envoys
 from nnterp_text.families.llama4_text import Llama4Moe
-from nnterp_vision.components.llama4 import FlatProjector, Llama4Vision
+from nnterp_vision.components.llama4 import Llama4Vision
+from nnterp_vision.components.projector import FlatProjector
 from nnterp_vision.families import llama4
 from nnterp_vision.testing import PatternAtScores, WrongContribution
 from transformers.models.llama4.modeling_llama4 import Llama4VisionAttention

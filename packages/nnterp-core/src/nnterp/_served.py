@@ -148,6 +148,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'gemma4',
         'gemma4_unified',
         'got_ocr2',
+        'hyperclovax_vision_v2',
         'idefics3',
         'llama4',
         'llava',

@@ -106,6 +106,15 @@ TINY_CONFIGS = {
         )
         for model_type in ("qwen3_5", "qwen3_5_moe")
     },
+    # Qwen2.5-VL's tower, a linear projector after its merger, a HyperCLOVA X text model (its multipliers away from 1)
+    "hyperclovax_vision_v2": QwenVLTinyConfig(
+        "hyperclovax_vision_v2",
+        {
+            "text_config": {**TEXT, "model_type": "hyperclovax", "residual_multiplier": 0.7, "logits_scaling": 0.5, "embedding_multiplier": 1.3},
+            "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS,
+        },
+        load={"attn_implementation": "eager"},
+    ),
     # the checks' image resized to 32 x 32: 16 patches (and a class row, last), pixel-shuffled into 4 image tokens
     "llama4": llama4.TINY,
     # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)

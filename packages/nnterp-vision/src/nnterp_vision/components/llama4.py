@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from jaxtyping import Float
 from nnterp.descriptors import EProperty
-from nnterp.layouts import HIDDEN
 from torch import Tensor
 
-from ..layouts import IMAGE_TOKENS, Patches
+from ..layouts import Patches
 from .availability import no_images
-from .projector import Projector
 from .vision import Vision
-
-#: what the projector takes: the tower's adapter output, one row per image token, every image's in order
-FlatProjectorInput = Float[Tensor, f"{IMAGE_TOKENS} projector_input_size"]
-FlatProjectorOutput = Float[Tensor, f"{IMAGE_TOKENS} {HIDDEN}"]
 
 
 class Llama4Vision(Vision):
@@ -47,17 +38,3 @@ class Llama4Vision(Vision):
     def pixel_shuffle_ratio(self) -> float:
         """How much the adapter's pixel shuffle scales each side of the patch grid (0.5: four patches to one token)."""
         return float(self._config.pixel_shuffle_ratio)
-
-
-class FlatProjector(Projector):
-    """Llama 4's projector: one linear over the tower's output flattened to one row per image token, every image's in order."""
-
-    @EProperty("input", "What the projector is called with", no_images)
-    def projector_input(self, value: Tensor) -> FlatProjectorInput:
-        """The tower's adapter output, flat, ``[image_tokens, projector_input_size]``. Assign to replace it."""
-        return value
-
-    @EProperty("output", "What the projector returns", no_images)
-    def projector_output(self, value: Tensor) -> FlatProjectorOutput:
-        """The projected features, ``[image_tokens, hidden_size]``: what the root scatters (after a cast)."""
-        return value

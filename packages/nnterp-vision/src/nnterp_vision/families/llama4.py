@@ -24,7 +24,8 @@ from transformers.models.llama4.modeling_llama4 import (
 )
 
 from ..components import VisionAttention, VisionLayer, VisionMlp
-from ..components.llama4 import FlatProjector, Llama4Vision
+from ..components.llama4 import Llama4Vision
+from ..components.projector import FlatProjector
 
 #: the task to load with: the processor, so images reach the model
 TASK = "image-text-to-text"

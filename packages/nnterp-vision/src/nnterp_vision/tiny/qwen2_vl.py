@@ -16,7 +16,9 @@ QWEN_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_e
 #: the config fields that name them, in the same order
 QWEN_TOKEN_FIELDS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
 #: each wrapper's processor class, in its model type's processing module; both take Qwen2-VL's image and video processors
-PROCESSORS = {"qwen2_vl": "Qwen2VLProcessor", "qwen2_5_vl": "Qwen2_5_VLProcessor"}
+PROCESSORS = {
+    "qwen2_vl": "Qwen2VLProcessor", "qwen2_5_vl": "Qwen2_5_VLProcessor", "hyperclovax_vision_v2": "HyperCLOVAXVisionV2Processor",
+}
 
 
 @dataclass(frozen=True)
