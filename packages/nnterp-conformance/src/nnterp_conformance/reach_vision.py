@@ -261,11 +261,6 @@ IDEFICS3_TOWER_QUERY_POOL = (
     "masked_scatter in AriaModel.forward and an Aria MoE text model (served as aria_text): servable as a diff of "
     "Idefics3's tower mapping; not written yet"
 )
-QWEN2_5_VL_GQA_TOWER = (
-    "Qwen2.5-VL's packed tower with grouped-query attention (one qkv projection split q_dim + kv_dim + kv_dim), "
-    "Qwen2-VL's wrapper with masked_scatter in Exaone4_5_Model.forward and 1-D text positions, an EXAONE 4 text "
-    "model (served): servable as a diff of Qwen2.5-VL whose keys and values have fewer heads; not written yet"
-)
 MOONVIT = (
     "a packed MoonViT tower (the Qwen-ViT layout: cu_seqlens, 2-D RoPE, attention per image, but separate q, k and "
     "v projections and a mean pool over merge_kernel_size patch groups and frames inside the tower), mm_projector, "
@@ -324,7 +319,6 @@ VISION_KINDS = {
     LLAVA_TWO_TOWERS: ("video_llava",),
     IDEFICS3_PERCEIVER: ("idefics2",),
     IDEFICS3_TOWER_QUERY_POOL: ("aria",),
-    QWEN2_5_VL_GQA_TOWER: ("exaone4_5",),
     MOONVIT: ("kimi_k25",),
     PACKED_CLIP_LLAVA: ("minimax_m3_vl",),
 }

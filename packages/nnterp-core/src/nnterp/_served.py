@@ -144,6 +144,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'zaya',
     ),
     'nnterp-vision': (
+        'exaone4_5',
         'gemma3',
         'gemma4',
         'gemma4_unified',

@@ -115,6 +115,12 @@ TINY_CONFIGS = {
         },
         load={"attn_implementation": "eager"},
     ),
+    # Qwen2.5-VL's tower with two key/value heads for four query heads, over an EXAONE 4 text model
+    "exaone4_5": QwenVLTinyConfig(
+        "exaone4_5",
+        {"text_config": {**TEXT, "model_type": "exaone4"}, "vision_config": {**QWEN2_5_VL_VIT, "num_key_value_heads": 2}, **QWEN_TOKENS},
+        load={"attn_implementation": "eager"},
+    ),
     # the checks' image resized to 32 x 32: 16 patches (and a class row, last), pixel-shuffled into 4 image tokens
     "llama4": llama4.TINY,
     # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)

@@ -18,6 +18,7 @@ SERVED = {
     "qwen3_5": HERE + "qwen3_5",
     "qwen3_5_moe": HERE + "qwen3_5_moe",
     "hyperclovax_vision_v2": HERE + "hyperclovax_vision_v2",
+    "exaone4_5": HERE + "exaone4_5",
     # wrappers whose text model is served and whose tower is not mapped yet
     "gemma4": HERE + "gemma4",
     "gemma4_unified": HERE + "gemma4",

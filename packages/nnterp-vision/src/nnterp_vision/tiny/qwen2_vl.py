@@ -18,6 +18,7 @@ QWEN_TOKEN_FIELDS = ("image_token_id", "video_token_id", "vision_start_token_id"
 #: each wrapper's processor class, in its model type's processing module; both take Qwen2-VL's image and video processors
 PROCESSORS = {
     "qwen2_vl": "Qwen2VLProcessor", "qwen2_5_vl": "Qwen2_5_VLProcessor", "hyperclovax_vision_v2": "HyperCLOVAXVisionV2Processor",
+    "exaone4_5": "Exaone4_5_Processor",
 }
 
 
