@@ -255,11 +255,11 @@ IDEFICS3_PERCEIVER = (
     "resampler_n_latents rows per image in place of the pixel shuffle, the features written by inputs_merger in "
     "Idefics2Model.forward, a Mistral text model: servable as a diff of Idefics3; not written yet"
 )
-IDEFICS3_TOWER_QUERY_POOL = (
-    "a LLaVA-style wrapper on Idefics3's tower (idefics3_vision, which the idefics3 family maps), a projector that "
-    "pools the patches to a fixed number of learned queries by cross-attention (projector_patch_to_query_dict), "
-    "masked_scatter in AriaModel.forward and an Aria MoE text model (served as aria_text): servable as a diff of "
-    "Idefics3's tower mapping; not written yet"
+ALTUP_TEXT = (
+    "its text model keeps AltUp's stacked streams (nnterp-text's gemma3n_text family), so layers[0].layer_input, "
+    "against which every image value is proven (layers[0].layer_input[image_token_mask] == image_features), is "
+    "unavailable; the tower (timm's MobileNetV5, its output width fixed at 2048 by timm) and the embed_vision "
+    "projector, which runs twice per forward (on the image token ids, then on the features), would map"
 )
 MOONVIT = (
     "a packed MoonViT tower (the Qwen-ViT layout: cu_seqlens, 2-D RoPE, attention per image, but separate q, k and "
@@ -318,7 +318,7 @@ VISION_KINDS = {
     LLAVA_JANUS: ("janus",),
     LLAVA_TWO_TOWERS: ("video_llava",),
     IDEFICS3_PERCEIVER: ("idefics2",),
-    IDEFICS3_TOWER_QUERY_POOL: ("aria",),
+    ALTUP_TEXT: ("gemma3n",),
     MOONVIT: ("kimi_k25",),
     PACKED_CLIP_LLAVA: ("minimax_m3_vl",),
 }

@@ -114,6 +114,9 @@ class StandardizedTransformer(TransformersModel):
         if for_config is not None:
             family = for_config(_config_dict(model, kwargs)) or family
         self.family = family
+        # a family whose modules cannot be built on the meta device (timm reads values while it builds) loads dispatched
+        if getattr(family, "BUILDS_ONLY_DISPATCHED", None):
+            kwargs.setdefault("dispatch", True)
         # a family says which pipeline task loads its preprocessors (a wrapper's processor); text generation else
         task = task or getattr(family, "TASK", "text-generation")
         rename = {**getattr(family, "RENAME", {}), **(rename or {})}

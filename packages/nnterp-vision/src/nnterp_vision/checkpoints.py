@@ -3,12 +3,20 @@
 from nnterp.tiny import TinyConfig
 from nnterp_recurrent.checkpoints import DELTANET
 
-from .tiny import VisionTinyConfig, gemma3, idefics3, llama4, paligemma
+from .tiny import VisionTinyConfig, aria, gemma3, idefics3, llama4, paligemma
 from .tiny.llava_next import LlavaNextTinyConfig
 from .tiny.mistral3 import PixtralTinyConfig
 from .tiny.qwen2_vl import QwenVLTinyConfig
 from .tiny.qwen3_vl import Qwen3VLTinyConfig
 from .tiny.vipllava import VipLlavaTinyConfig
+from .tiny import aya_vision as aya_vision_tiny
+from .tiny.lighton_ocr import LightOnOcrTinyConfig
+from .tiny import cohere2_vision as cohere2_vision_tiny
+from .tiny import internvl as internvl_tiny
+from .tiny import llava_onevision as llava_onevision_tiny
+from .tiny.llava_next_video import LlavaNextVideoTinyConfig
+from .tiny import perception_lm as perception_lm_tiny
+from .tiny import fast_vlm as fast_vlm_tiny
 
 #: the text model: the sizes every tiny checkpoint shares (a wrapper's nested configs are not shrunk for it)
 TEXT = {
@@ -121,8 +129,37 @@ TINY_CONFIGS = {
         {"text_config": {**TEXT, "model_type": "exaone4"}, "vision_config": {**QWEN2_5_VL_VIT, "num_key_value_heads": 2}, **QWEN_TOKENS},
         load={"attn_implementation": "eager"},
     ),
+    # every image resized to 980 pixels: 14 x 14 patches of 70, pooled into 4 learned queries; Aria's MoE text model
+    "aria": aria.TINY,
     # the checks' image resized to 32 x 32: 16 patches (and a class row, last), pixel-shuffled into 4 image tokens
     "llama4": llama4.TINY,
     # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)
     **{model_type: TinyConfig(model_type) for model_type in ("gemma4", "gemma4_unified", "got_ocr2")},
+    # Aya Vision: the checks' image cut into 4 tiles and a thumbnail of 16 x 16, 4 image tokens each (4 x 4 patches shuffled by 2)
+    "aya_vision": aya_vision_tiny.TINY,
+    # PerceptionLM: a timm PE tower on 32-pixel tiles (a thumbnail and one tile per image), 8 image tokens per image
+    "perception_lm": perception_lm_tiny.TINY,
+    # LightOnOCR: Mistral 3's tower and merger on a Qwen3 text model; the checks' image is 10 x 12 patches, 30 image tokens
+    "lighton_ocr": LightOnOcrTinyConfig(
+        "lighton_ocr",
+        {"text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
+        load={"attn_implementation": "eager"},
+    ),
+    # Command A Vision: Aya Vision's tiling and shuffle; the checks' image is 4 tiles and a thumbnail, 4 image tokens each
+    "cohere2_vision": cohere2_vision_tiny.TINY,
+    # FastVLM: a timm FastViT tower, every image 128 pixels, its 2 x 2 last feature map 4 image tokens
+    "fast_vlm": fast_vlm_tiny.TINY,
+    # InternVL: an InternViT on 16-pixel crops (the checks' image: 4 tiles and a thumbnail), 4 image tokens each
+    "internvl": internvl_tiny.TINY,
+    # LLaVA-OneVision: the checks' image is a base crop and 2 x 2 tiles of 32 x 32, 70 image tokens; two in a prompt, 17 each
+    "llava_onevision": llava_onevision_tiny.TINY,
+    # LLaVA-NeXT-Video: LLaVA-NeXT's checkpoint with a video token (301) and processor; the checks' image is 70 image tokens
+    "llava_next_video": LlavaNextVideoTinyConfig(
+        "llava_next_video",
+        {
+            "text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "video_token_id": 301,
+            "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]],
+        },
+        load={"attn_implementation": "eager"},
+    ),
 }

@@ -89,9 +89,13 @@ class Vision(Standard):
         """The features scattered into the image tokens, ``[image_tokens, hidden_size]``, in token order.
 
         ``model.layers[0].layer_input[vision.image_token_mask] == image_features``.
-        Assign a tensor of the same shape to replace what the text model receives.
+        A wrapper that hands ``masked_scatter`` its projection unflattened
+        (``[images, tokens_per_image, hidden_size]``: PaliGemma, Gemma 3, Aria)
+        is served flattened, which is the order ``masked_scatter`` takes it in
+        (a view: in-place edits land). Assign a tensor of the same shape to
+        replace what the text model receives.
         """
-        return value
+        return value.flatten(0, -2)
 
     # -- around the tower --------------------------------------------------------
 

@@ -19,8 +19,17 @@ SERVED = {
     "qwen3_5_moe": HERE + "qwen3_5_moe",
     "hyperclovax_vision_v2": HERE + "hyperclovax_vision_v2",
     "exaone4_5": HERE + "exaone4_5",
+    "aria": HERE + "aria",
     # wrappers whose text model is served and whose tower is not mapped yet
     "gemma4": HERE + "gemma4",
     "gemma4_unified": HERE + "gemma4",
     "got_ocr2": HERE + "got_ocr2",
+    "aya_vision": HERE + "aya_vision",
+    "perception_lm": HERE + "perception_lm",
+    "lighton_ocr": HERE + "lighton_ocr",
+    "cohere2_vision": HERE + "cohere2_vision",
+    "fast_vlm": HERE + "fast_vlm",
+    "internvl": HERE + "internvl",
+    "llava_onevision": HERE + "llava_onevision",
+    "llava_next_video": HERE + "llava_next_video",
 }

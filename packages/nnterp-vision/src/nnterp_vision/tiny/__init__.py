@@ -19,6 +19,17 @@ from nnterp.tiny import TinyConfig
 IMAGE_TOKEN = "<image>"
 
 
+def with_named_tokens(tokenizer: Any, directory: Path, names: dict[str, str]) -> Any:
+    """``tokenizer`` with its special tokens ``names`` added and named (``tokenizer.image_token`` ...), as processors read them.
+
+    A name is given at load only (``extra_special_tokens``), so the tokenizer
+    is saved into ``directory`` and loaded back.
+    """
+    tokenizer.add_special_tokens({"additional_special_tokens": list(names.values())})
+    tokenizer.save_pretrained(directory)
+    return type(tokenizer).from_pretrained(directory, extra_special_tokens=names)
+
+
 @dataclass(frozen=True)
 class VisionTinyConfig(TinyConfig):
     """A ``TinyConfig`` for a wrapper: built through ``AutoModelForImageTextToText``, saved with a processor.

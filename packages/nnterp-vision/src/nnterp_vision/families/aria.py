@@ -1,0 +1,48 @@
+"""Aria: Idefics3's tower, a projector pooling the patches into learned queries, and Aria's MoE text model, under AriaForConditionalGeneration.
+
+A diff of Idefics3 (the tower, SigLIP's modules under CLIP's names) laid out
+as LLaVA (``model.vision_tower`` as ``model.vision``,
+``model.multi_modal_projector`` as ``model.projector``,
+``AriaModel.forward`` scattering the projection, the ``ImageScatter``). The
+projector reads the tower's ``hidden_states[vision_feature_layer]`` (the
+last block's stream by default, before the tower's ``post_layernorm``) and
+cross-attends a fixed number of learned queries over the patches (how many:
+``projector_patch_to_query_dict``, by patch count), so an image is that many
+image tokens whatever its patches. The text blocks are nnterp-text's Aria
+family's (OLMoE's mixture under its own router).
+"""
+
+from nnterp_text.families import aria_text
+from transformers.models.aria.modeling_aria import AriaModel, AriaProjector
+from transformers.models.idefics3.modeling_idefics3 import (
+    Idefics3EncoderLayer,
+    Idefics3VisionAttention,
+    Idefics3VisionMLP,
+    Idefics3VisionTransformer,
+)
+
+from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
+from .idefics3 import RENAME as IDEFICS3_RENAME
+from .llava import TASK
+
+__all__ = ["ENVOYS", "RENAME", "TASK"]
+
+RENAME = {
+    **aria_text.RENAME,
+    **{key: value for key, value in IDEFICS3_RENAME.items() if not key.startswith("model.")},
+    "model.language_model.layers": "layers",
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.norm": "norm",
+    "model.vision_tower": "vision",
+    "model.multi_modal_projector": "projector",
+}
+
+ENVOYS = {
+    Idefics3VisionTransformer: Vision,
+    Idefics3EncoderLayer: VisionLayer,
+    Idefics3VisionAttention: VisionAttention,
+    Idefics3VisionMLP: VisionMlp,
+    AriaProjector: Projector,
+    AriaModel: ImageScatter,
+    **aria_text.ENVOYS,
+}

@@ -1,0 +1,31 @@
+"""Command A Vision: Aya Vision's SigLIP tower, pixel-shuffle projector and Cohere2 text model, under Cohere2VisionForConditionalGeneration.
+
+A diff of Aya Vision: the same tree (``model.vision``, ``model.projector``,
+the text model's standard names) and the same tiling (tiles of the tower's
+``image_size`` and a thumbnail, crop after crop on the tower's ``images``
+axis). What differs: the projector takes the tower's ``last_hidden_state``
+(``tower_output``, after SigLIP's ``post_layernorm``) and has no layer
+norm: the pixel shuffle, then the SwiGLU of two linears.
+``Cohere2VisionModel.forward`` is the ``ImageScatter``. As on Aya Vision
+the wrapper's ``lm_head`` does not multiply by Cohere2's ``logit_scale``.
+
+The prompt's placeholder is ``<|IMG_PATCH|>`` itself
+(``processor.image_token``); the processor writes ``<|START_OF_IMG|>``, then
+per crop its ``<|IMG_PATCH|>`` tokens and an ``<|IMG_LINE_BREAK|>``, then
+``<|END_OF_IMG|>``; ``image_token_mask`` is the ``<|IMG_PATCH|>`` tokens alone.
+"""
+
+from transformers.models.aya_vision.modeling_aya_vision import AyaVisionModel, AyaVisionMultiModalProjector
+from transformers.models.cohere2_vision.modeling_cohere2_vision import Cohere2VisionModel, Cohere2VisionMultiModalProjector
+
+from ..components import ImageScatter
+from ..components.pixel_shuffle import PixelShuffleProjector
+from .aya_vision import ENVOYS as AYA_VISION
+from .aya_vision import RENAME, TASK  # noqa: F401 - the same paths
+
+#: Aya Vision's, with Command A Vision's projector and scatter
+ENVOYS = {
+    Cohere2VisionMultiModalProjector: PixelShuffleProjector,
+    Cohere2VisionModel: ImageScatter,
+    **{key: value for key, value in AYA_VISION.items() if key not in (AyaVisionMultiModalProjector, AyaVisionModel)},
+}

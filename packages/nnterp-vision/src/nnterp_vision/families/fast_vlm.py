@@ -1,0 +1,58 @@
+"""FastVLM: a FastViT-MCi3 tower (timm, convolutional then attention stages), a two-layer projector and a Qwen2 text model.
+
+A diff of LLaVA: the tower is a ``TimmWrapperModel`` around timm's
+``FastVit`` (``vision_tower.timm_model``), a hybrid network that returns a
+feature map, not a stream of patches: a stem, three stages of RepMixer blocks
+(depthwise convolutions) and two of attention blocks over the map with
+convolutional MLPs, each stage halving the map and changing its width, then
+``final_conv``. So ``tower_output`` is the last map viewed one row per
+position (``[images, rows * columns, vision_hidden_size]``), which is how
+``FastVlmModel`` flattens it for the projector, and ``patch_embeddings`` the
+stem's map viewed the same way; the blocks' values are unavailable (``BLOCKS``),
+and the checks that need them skip. The projector (``linear_1``, GELU,
+``linear_2``) maps every position to one image token;
+``FastVlmModel.forward`` scatters its output into the token embeddings
+(``inputs_embeds.masked_scatter``): the ``ImageScatter``. The processor is
+LLaVA's: ``<image>`` becomes one token per position of the last map.
+"""
+
+from nnterp.families import default
+from timm.models.fastvit import AttentionBlock, RepMixerBlock
+from transformers.models.fast_vlm.modeling_fast_vlm import FastVlmModel
+from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
+
+from ..components import ImageScatter, Projector
+from ..components.timm import ConvBlock, ConvTimmVision
+from .llava import RENAME as LLAVA
+from .llava import TASK  # noqa: F401 - the processor, so images reach the model
+
+#: why FastViT's blocks serve no block values
+BLOCKS = (
+    "FastViT's blocks run on a 2D feature map whose width changes from stage to stage, and its RepMixer blocks fold "
+    "their token mixing into the residual (x = mixer(x)): no one [images, patches, vision_hidden_size] stream, nor a "
+    "contribution, for a block value"
+)
+
+#: timm reads values while it builds the tower (drop-path rates with .item()), which a meta build refuses: core loads dispatched
+BUILDS_ONLY_DISPATCHED = True
+
+RENAME = {
+    **{path: name for path, name in LLAVA.items() if path.startswith("model.")},
+    "timm_model.stem": "patch_embed",
+}
+
+
+class FastVitBlock(ConvBlock):
+    """A FastViT block, RepMixer or attention: its values unavailable (``BLOCKS``)."""
+
+    BLOCKS = BLOCKS
+
+
+ENVOYS = {
+    TimmWrapperModel: ConvTimmVision,
+    RepMixerBlock: FastVitBlock,
+    AttentionBlock: FastVitBlock,
+    "projector": Projector,
+    FastVlmModel: ImageScatter,
+    **default.ENVOYS,
+}

@@ -1,0 +1,55 @@
+"""PerceptionLM: a Perception Encoder tower (timm's Eva ViT), a two-layer projector that pools, and a Llama text model.
+
+A diff of LLaVA: the tower is a ``TimmWrapperModel`` around timm's ``Eva``
+(``vision_tower.timm_model``), a ViT of pre-norm blocks with rotary position
+embeddings and a layer scale after each sublayer, so its blocks keep the text
+blocks' identities (``TimmAttention``, ``TimmMlp``: each contribution read
+after its layer scale). The processor cuts every image into tiles (a
+thumbnail and its grid of tiles, ``vision_input_type="thumb+tile"``), and the
+tower runs one row per tile: ``Patches`` is ``[tiles, 1 + patches,
+vision_hidden_size]``, the class row first. The wrapper drops the class row
+(``vision_use_cls_token``), and the projector (``linear_1``, GELU,
+``linear_2``) projects each patch, then average-pools each tile's patch grid
+by ``projector_pooling_ratio``: ``projector_output`` is ``[tiles,
+patches / ratio ** 2, hidden_size]``, scattered as it is into the image tokens
+(``inputs_embeds.masked_scatter``, the first of the two: the second is
+video's). Load with ``attn_implementation="eager"`` to read the tower's pattern.
+"""
+
+from nnterp.families import default
+from timm.models.eva import Eva, EvaBlock
+from timm.layers import AttentionRope, Mlp
+from transformers.models.perception_lm.modeling_perception_lm import PerceptionLMModel
+from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
+
+from ..components import ImageScatter, Projector, VisionLayer
+from ..components.timm import TimmAttention, TimmMlp, TimmVision
+from .llava import RENAME as LLAVA
+from .llava import TASK  # noqa: F401 - the processor, so images reach the model
+
+#: timm reads values while it builds the tower (drop-path rates with .item()), which a meta build refuses: core loads dispatched
+BUILDS_ONLY_DISPATCHED = True
+
+RENAME = {
+    **{path: name for path, name in LLAVA.items() if path.startswith("model.")},
+    # the timm model's modules, under the standard names
+    "timm_model.blocks": "layers",
+    "timm_model.patch_embed": "patch_embed",
+    "norm1": "input_layernorm",
+    "norm2": "post_attention_layernorm",
+    "attn": "self_attn",
+    "attn.proj": "attn.o_proj",
+    "fc1": "up_proj",
+    "fc2": "down_proj",
+    "mlp.act": "mlp.act_fn",
+}
+
+ENVOYS = {
+    TimmWrapperModel: TimmVision,
+    EvaBlock: VisionLayer,
+    AttentionRope: TimmAttention,
+    Mlp: TimmMlp,
+    "projector": Projector,
+    PerceptionLMModel: ImageScatter,
+    **default.ENVOYS,
+}
