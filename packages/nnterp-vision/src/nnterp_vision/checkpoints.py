@@ -17,6 +17,9 @@ from .tiny import llava_onevision as llava_onevision_tiny
 from .tiny.llava_next_video import LlavaNextVideoTinyConfig
 from .tiny import perception_lm as perception_lm_tiny
 from .tiny import fast_vlm as fast_vlm_tiny
+from .tiny import glm4v as glm4v_tiny
+from .tiny import paddleocr_vl as paddleocr_vl_tiny
+from .tiny import video_llama_3 as video_llama_3_tiny
 
 #: the text model: the sizes every tiny checkpoint shares (a wrapper's nested configs are not shrunk for it)
 TEXT = {
@@ -135,18 +138,27 @@ TINY_CONFIGS = {
     "llama4": llama4.TINY,
     # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)
     **{model_type: TinyConfig(model_type) for model_type in ("gemma4", "gemma4_unified", "got_ocr2")},
+    # Qwen3-VL's tower on a Qwen3-MoE text model (4 experts, top 2; num_experts is an alias, so not shrunk): 6 image tokens
+    "qwen3_vl_moe": Qwen3VLTinyConfig(
+        "qwen3_vl_moe",
+        {"text_config": {**QWEN3_TEXT, "num_experts": 4}, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS},
+        load={"attn_implementation": "eager"},
+    ),
     # Aya Vision: the checks' image cut into 4 tiles and a thumbnail of 16 x 16, 4 image tokens each (4 x 4 patches shuffled by 2)
     "aya_vision": aya_vision_tiny.TINY,
     # PerceptionLM: a timm PE tower on 32-pixel tiles (a thumbnail and one tile per image), 8 image tokens per image
     "perception_lm": perception_lm_tiny.TINY,
+    "glm4v": glm4v_tiny.TINY,
     # LightOnOCR: Mistral 3's tower and merger on a Qwen3 text model; the checks' image is 10 x 12 patches, 30 image tokens
     "lighton_ocr": LightOnOcrTinyConfig(
         "lighton_ocr",
         {"text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
         load={"attn_implementation": "eager"},
     ),
+    "glm4v_moe": glm4v_tiny.TINY_MOE,
     # Command A Vision: Aya Vision's tiling and shuffle; the checks' image is 4 tiles and a thumbnail, 4 image tokens each
     "cohere2_vision": cohere2_vision_tiny.TINY,
+    "glm46v": glm4v_tiny.TINY_46V,
     # FastVLM: a timm FastViT tower, every image 128 pixels, its 2 x 2 last feature map 4 image tokens
     "fast_vlm": fast_vlm_tiny.TINY,
     # InternVL: an InternViT on 16-pixel crops (the checks' image: 4 tiles and a thumbnail), 4 image tokens each
@@ -162,4 +174,8 @@ TINY_CONFIGS = {
         },
         load={"attn_implementation": "eager"},
     ),
+    # GLM-4.6V on GLM-4.5V's MoE text model: served by glm46v_moe, which glm46v.for_config names
+    "glm46v_moe": glm4v_tiny.TINY_46V_MOE,
+    "paddleocr_vl": paddleocr_vl_tiny.TINY,
+    "video_llama_3": video_llama_3_tiny.TINY,
 }

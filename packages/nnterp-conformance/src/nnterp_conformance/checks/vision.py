@@ -6,6 +6,7 @@ case's first prompt behind the processor's image token, so the tower runs.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -85,13 +86,15 @@ def image_batch(model: Any, case: Case) -> tuple[list[str], list[list[Any]]]:
 def image_inputs(model: Any, case: Case) -> tuple[Any, list]:
     """The case's image batch as a trace takes it: ``model.trace(prompts, images=images)``.
 
-    One prompt takes its images flat; several take one list each. (A helper
-    cannot open the trace itself: nnsight reads the ``with`` block from the
-    frame that calls ``trace`` or ``generate``.)
+    One image goes flat (``images=[image]``); several go one list per prompt
+    (``images=[[a, b]]``), the form every processor reads as "these images
+    belong to this prompt" (LLaVA-OneVision reads a flat list as one image per
+    prompt). A helper cannot open the trace itself: nnsight reads the
+    ``with`` block from the frame that calls ``trace`` or ``generate``.
     """
     prompts, images = image_batch(model, case)
     if len(prompts) == 1:
-        return prompts[0], images[0]
+        return prompts[0], images[0] if len(images[0]) == 1 else images
     return prompts, images
 
 
@@ -202,7 +205,8 @@ def written_image_values_move_downstream(model: Any, case: Case) -> str:
         with model.trace(prompts, images=images):
             tower = model.vision.tower_output.detach().clone().save()
         with model.trace(prompts, images=images):
-            model.vision.patch_embeddings = case.edited(model.vision.patch_embeddings)
+            # noise, whatever the case's edit: a norm right after the patch embedding (GLM-4V's) undoes a scale
+            model.vision.patch_embeddings = replace(case, edit="noise").edited(model.vision.patch_embeddings)
             edited_tower = model.vision.tower_output.detach().clone().save()
     expect_close("logits after writing image_features back unchanged", unchanged, baseline)
     shift = (moved - baseline).abs().max().item()

@@ -18,7 +18,8 @@ from .vision import Vision
 
 #: why the Qwen ViT's attention has no scores or pattern
 PER_IMAGE = (
-    "the Qwen ViT's attention splits its queries, keys and values per image (per window on Qwen2.5-VL) and calls "
+    "this packed tower's attention (the Qwen ViT's, and its kin's) splits its queries, keys and values per image "
+    "(per window on Qwen2.5-VL) and calls "
     "the attention interface once for each, under every implementation, so no one scores or pattern tensor exists; "
     "attention_queries, attention_keys, attention_values and attention_head_outputs are served whole"
 )
@@ -194,8 +195,8 @@ class QwenVision(Vision):
 
     @property
     def num_heads(self) -> int:
-        """Query heads of the tower's attention."""
-        return int(self._config.num_heads)
+        """Query heads of the tower's attention: the config's ``num_heads``, or ``num_attention_heads`` (SigLIP's name)."""
+        return int(getattr(self._config, "num_heads", None) or self._config.num_attention_heads)
 
     @property
     def intermediate_size(self) -> int:

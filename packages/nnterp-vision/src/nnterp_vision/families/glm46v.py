@@ -1,0 +1,31 @@
+"""GLM-4.6V: GLM-4.1V's wrapper around whichever tower and text model its config names, under Glm46VForConditionalGeneration.
+
+A diff of GLM-4.1V: ``Glm46VModel`` builds its tower and text model from
+their configs' model types. With GLM-4.1V's (``glm4v_vision``, ``glm4v_text``,
+the defaults: GLM-4.6V-Flash) this module serves it as GLM-4.1V: the tower a
+``Glm4vVision`` (packed, ``PER_IMAGE``, its final norm ``tower_output``), the
+text model GLM-4's sandwich block. With GLM-4.5V's MoE text model
+(``glm4v_moe_text``: GLM-4.6V) ``for_config`` names ``glm46v_moe``.
+``Glm46VModel.forward`` scatters the merger's output (the ``ImageScatter``).
+"""
+
+from types import ModuleType
+
+from transformers.models.glm46v.modeling_glm46v import Glm46VModel
+
+from ..components import ImageScatter
+from . import glm4v
+from .glm4v import RENAME, TASK
+
+__all__ = ["ENVOYS", "RENAME", "TASK", "for_config"]
+
+ENVOYS = {**glm4v.ENVOYS, Glm46VModel: ImageScatter}
+
+
+def for_config(config: dict) -> ModuleType | None:
+    """``glm46v_moe`` where the text model is GLM-4.5V's mixture (GLM-4.6V); this module else."""
+    if (config.get("text_config") or {}).get("model_type") == "glm4v_moe_text":
+        from . import glm46v_moe
+
+        return glm46v_moe
+    return None

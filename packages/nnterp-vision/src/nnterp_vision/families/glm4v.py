@@ -1,0 +1,53 @@
+"""GLM-4.1V: a Qwen-like ViT with its merger inside, and a GLM-4 text model on 3D rotary positions, under Glm4vForConditionalGeneration.
+
+A diff of Qwen2-VL: the tower (``model.vision``, a ``Glm4vVision``) is the
+packed Qwen ViT (blocks ``norm1`` / ``attn`` / ``norm2`` / ``mlp`` aliased as
+there, its gated MLP already under the standard names, its attention one
+interface call per image: ``PER_IMAGE``) with a final norm, whose output is
+``tower_output``, and a strided convolution folding each merge block into
+one row before the merger (``model.projector``, a ``Glm4vMerger``).
+``Glm4vModel.forward`` scatters the merger's output into the token
+embeddings (the ``ImageScatter``). The text model is GLM-4's sandwich block
+(a norm on each sublayer's output, which is the contribution), served as
+``nnterp_text.families.glm4`` serves it, keyed on the text modules' types.
+The processor (``<|image|>`` placeholders, ``mm_token_type_ids`` for the 3D
+positions) needs torchvision for its video processor.
+"""
+
+from nnterp.families import default
+from nnterp_text.families.glm4 import Glm4Attention, Glm4Mlp
+from transformers.models.glm4v.modeling_glm4v import (
+    Glm4VisionMlp,
+    Glm4vModel,
+    Glm4vTextAttention,
+    Glm4vTextMLP,
+    Glm4vVisionAttention,
+    Glm4vVisionBlock,
+    Glm4vVisionModel,
+    Glm4vVisionPatchMerger,
+)
+
+from ..components import ImageScatter
+from ..components.glm4v import Glm4vMerger, Glm4vVision
+from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
+from .qwen2_vl import QWEN_VIT_RENAME, TASK, WRAPPER_RENAME
+
+__all__ = ["ENVOYS", "RENAME", "TASK"]
+
+#: the text MLP's activation under its standard name, as GLM-4's (the tower's MLP has the standard names)
+GLM4_TEXT_RENAME = {"mlp.activation_fn": "mlp.act_fn"}
+
+RENAME = {**WRAPPER_RENAME, **QWEN_VIT_RENAME, **GLM4_TEXT_RENAME}
+
+#: the tower's by module type, as on Qwen2-VL; the text model's sublayers by theirs, as GLM-4's
+ENVOYS = {
+    Glm4vVisionModel: Glm4vVision,
+    Glm4vVisionBlock: QwenVisionLayer,
+    Glm4vVisionAttention: QwenVisionAttention,
+    Glm4VisionMlp: QwenVisionMlp,
+    Glm4vVisionPatchMerger: Glm4vMerger,
+    Glm4vModel: ImageScatter,
+    Glm4vTextAttention: Glm4Attention,
+    Glm4vTextMLP: Glm4Mlp,
+    **default.ENVOYS,
+}

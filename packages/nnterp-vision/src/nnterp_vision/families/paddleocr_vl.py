@@ -1,0 +1,52 @@
+"""PaddleOCR-VL: a packed SigLIP-named ViT, a merging projector and an ERNIE-4.5 text model on 3D rotary positions.
+
+A diff of Qwen2-VL and LLaVA: the tower (``model.vision``, native
+``model.model.visual``, a ``PaddleOcrVision``) runs every image's patches
+in one row and attends per image (``PER_IMAGE``), as the Qwen ViT does, but
+its modules carry SigLIP's names (``vision_model.encoder.layers``,
+``layer_norm1``, ``out_proj``, ``fc1`` ...), aliased as on LLaVA, and it
+merges nothing: the projector (``model.projector``, a ``PaddleOcrProjector``)
+is outside it and folds each 2 x 2 merge block into one image token.
+``PaddleOCRVLModel.forward`` scatters the projection into the token
+embeddings (the ``ImageScatter``). The text model is ERNIE-4.5's, the
+default block. The processor (``<|IMAGE_PLACEHOLDER|>``) needs no torchvision.
+"""
+
+from nnterp.families import default
+from transformers.models.paddleocr_vl.modeling_paddleocr_vl import (
+    PaddleOCRProjector,
+    PaddleOCRVisionAttention,
+    PaddleOCRVisionEncoderLayer,
+    PaddleOCRVisionMLP,
+    PaddleOCRVisionModel,
+    PaddleOCRVLModel,
+)
+
+from ..components import ImageScatter
+from ..components.paddleocr_vl import PaddleOcrProjector, PaddleOcrVision
+from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
+from .llava import RENAME as LLAVA_RENAME
+from .qwen2_vl import TASK, WRAPPER_RENAME
+
+__all__ = ["ENVOYS", "RENAME", "TASK"]
+
+#: the text model as on Qwen2-VL; the tower's SigLIP names as on LLaVA (their wrapper paths left out), its blocks and patch
+#: embedding one level further down (``model.visual.vision_model``, which transformers' CLIP and SigLIP towers no longer
+#: have); the projector beside the tower
+RENAME = {
+    **{native: standard for native, standard in WRAPPER_RENAME.items() if not native.startswith("model.visual.")},
+    **{native: standard for native, standard in LLAVA_RENAME.items() if not native.startswith("model.")},
+    "vision_model.encoder.layers": "layers",
+    "vision_model.embeddings.patch_embedding": "patch_embed",
+    "model.projector": "projector",
+}
+
+ENVOYS = {
+    PaddleOCRVisionModel: PaddleOcrVision,
+    PaddleOCRVisionEncoderLayer: QwenVisionLayer,
+    PaddleOCRVisionAttention: QwenVisionAttention,
+    PaddleOCRVisionMLP: QwenVisionMlp,
+    PaddleOCRProjector: PaddleOcrProjector,
+    PaddleOCRVLModel: ImageScatter,
+    **default.ENVOYS,
+}

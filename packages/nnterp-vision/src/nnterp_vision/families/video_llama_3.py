@@ -1,0 +1,49 @@
+"""VideoLLaMA3: a packed SigLIP-named ViT with a per-image downsample, a two-layer projector and a Qwen2 text model.
+
+A diff of PaddleOCR-VL: the tower (``model.vision``, native
+``model.model.vision_model``, a ``VideoLlama3Vision``) runs every image's
+patches in one row and attends per image (``PER_IMAGE``), its SigLIP names
+aliased as on LLaVA (its blocks at ``encoder.layers``, directly under it); its
+final norm is ``tower_output``, after which it resamples each image's grid by
+the processor's merge size. The projector (``model.projector``, its
+``readout`` two linears around a GELU) maps those rows to the text width, one
+per image token; ``VideoLlama3Model.forward`` scatters them (the
+``ImageScatter``). The text model is Qwen2's (built from the config), the
+default block on 1D positions. The processor's video processor needs torchvision.
+"""
+
+from nnterp.families import default
+from transformers.models.video_llama_3.modeling_video_llama_3 import VideoLlama3Projector as NativeProjector
+from transformers.models.video_llama_3.modeling_video_llama_3 import (
+    VideoLlama3Model,
+    VideoLlama3VisionAttention,
+    VideoLlama3VisionEncoderLayer,
+    VideoLlama3VisionMLP,
+    VideoLlama3VisionModel,
+)
+
+from ..components import ImageScatter
+from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
+from ..components.video_llama_3 import VideoLlama3Projector, VideoLlama3Vision
+from .llava import RENAME as LLAVA_RENAME
+from .qwen2_vl import TASK, WRAPPER_RENAME
+
+__all__ = ["ENVOYS", "RENAME", "TASK"]
+
+#: the text model as on Qwen2-VL; the tower's SigLIP names as on LLaVA (their wrapper paths left out)
+RENAME = {
+    **{native: standard for native, standard in WRAPPER_RENAME.items() if not native.startswith("model.visual")},
+    **{native: standard for native, standard in LLAVA_RENAME.items() if not native.startswith("model.")},
+    "model.vision_model": "vision",
+    "model.projector": "projector",
+}
+
+ENVOYS = {
+    VideoLlama3VisionModel: VideoLlama3Vision,
+    VideoLlama3VisionEncoderLayer: QwenVisionLayer,
+    VideoLlama3VisionAttention: QwenVisionAttention,
+    VideoLlama3VisionMLP: QwenVisionMlp,
+    NativeProjector: VideoLlama3Projector,
+    VideoLlama3Model: ImageScatter,
+    **default.ENVOYS,
+}
