@@ -45,3 +45,21 @@ def test_the_tokenizer_fits_every_registered_vocabulary():
 def test_an_unknown_name_lists_the_registered_ones():
     with pytest.raises(LookupError, match="registered: .*gpt2"):
         tiny_checkpoint("no-such-model")
+
+
+@pytest.mark.parametrize("model_type", ["glm46v", "video_llama_3", "llava"])
+def test_nested_configs_declared_through_autoconfig_are_shrunk(model_type):
+    # a wrapper declaring text_config through AutoConfig once came out at its full (9B) size
+    from nnterp.tiny import TinyConfig
+
+    config = TinyConfig(model_type).config()
+    for nested in (config.text_config, config.vision_config):
+        assert nested.hidden_size <= 64, (model_type, type(nested).__name__, nested.hidden_size)
+
+
+def test_nested_fields_naming_a_model_type_go_on_that_types_shrunk_sizes():
+    from nnterp.tiny import TinyConfig
+
+    config = TinyConfig("llava", {"text_config": {"model_type": "mistral", "num_hidden_layers": 3}}).config()
+    assert type(config.text_config).__name__ == "MistralConfig"
+    assert (config.text_config.num_hidden_layers, config.text_config.hidden_size) == (3, 64)

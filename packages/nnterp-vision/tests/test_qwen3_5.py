@@ -76,3 +76,12 @@ def test_check_fails_on_a_broken_family(tiny_model):
     )
     found = verdict("vision_contribution", broken, PROMPTS)
     assert found.status == "fail" and "against layer_output: off by" in found.detail, str(found)
+
+
+def test_a_text_prompt_after_an_image_batch_continues_over_its_cache(model):
+    # the wrapper keeps an image prompt's rope offsets (rope_deltas, here for a batch of 2); a text prompt does not
+    # replace them, so without nnterp forgetting them at a fresh call its continuation took the image's offsets
+    with torch.no_grad(), model.trace([PROMPT, "Hello there you"], images=[[image()], []]):
+        pass
+    found = verdict("split_prompt_continues", model, PROMPTS)
+    assert found.status == "pass", str(found)

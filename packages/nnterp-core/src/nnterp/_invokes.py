@@ -49,3 +49,20 @@ def in_model_dtype(model: Any, kwargs: dict) -> dict:
         key: value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype else value
         for key, value in kwargs.items()
     }
+
+
+def forget_last_prompt(model: Any, kwargs: dict) -> None:
+    """Before a call that starts without a cache, drop what a wrapper kept of the last prompt (Qwen-VL's ``rope_deltas``).
+
+    The Qwen-VL family computes its 3D rotary offsets at an image prompt and
+    keeps them on the module for the decode steps that follow; a text-only
+    prompt does not replace them, so a call continuing it over its cache
+    would take the offsets of an earlier image (of another batch size, even).
+    A call with no cache to continue starts afresh.
+    """
+    cache = kwargs.get("past_key_values")
+    if cache is not None and getattr(cache, "get_seq_length", lambda: 0)() > 0:
+        return
+    for module in model._module.modules():
+        if getattr(module, "rope_deltas", None) is not None:
+            module.rope_deltas = None

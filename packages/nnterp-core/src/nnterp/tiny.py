@@ -81,8 +81,9 @@ class TinyConfig:
         for name, value in self.fields.items():
             shrunk = merged.get(name)
             if isinstance(value, dict) and shrunk is not None and hasattr(shrunk, "to_diff_dict"):
-                # fields of a nested config (text_config=...) go on top of its own shrunk sizes
-                sub = type(shrunk)
+                # fields of a nested config (text_config=...) go on top of its own shrunk sizes, those of the
+                # model type the fields name where they name one
+                sub = CONFIG_MAPPING[value["model_type"]] if "model_type" in value else type(shrunk)
                 value = sub(**{**shrunk_fields(sub), **value})
             merged[name] = value
         layers = merged.get("num_hidden_layers", merged.get("num_layers"))
@@ -104,7 +105,10 @@ def shrunk_fields(cls: type) -> dict[str, Any]:
         if name in declared and name not in aliases and not (name in KEEP_NONE and _default(default, name) is None)
     }
     for name, sub in getattr(cls, "sub_configs", {}).items():
-        # a wrapper's nested configs (text_config, vision_config ...) shrink the same way
+        # a wrapper's nested configs (text_config, vision_config ...) shrink the same way; one declared through
+        # AutoConfig shrinks as the class its default instance holds
+        if not dataclasses.is_dataclass(sub):
+            sub = type(_default(default, name))
         if isinstance(sub, type) and dataclasses.is_dataclass(sub) and name in declared:
             sizes[name] = sub(**shrunk_fields(sub))
     for name in PER_LAYER:

@@ -13,7 +13,7 @@ from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
 from ._aliasing import spellings_kept
-from ._invokes import in_model_dtype, padded_processor_invoke
+from ._invokes import forget_last_prompt, in_model_dtype, padded_processor_invoke
 from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
@@ -169,6 +169,7 @@ class StandardizedTransformer(TransformersModel):
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_model_dtype(self, kwargs)
+        forget_last_prompt(self, kwargs)
         shift = getattr(self.family, "position_ids", None)
         if shift is not None and "position_ids" in kwargs:
             kwargs["position_ids"] = shift(self, kwargs["position_ids"])
