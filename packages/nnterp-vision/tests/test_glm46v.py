@@ -48,13 +48,6 @@ def test_vision_checks_pass_on_drawn_batches(model, seed):
     assert not failed, "\n".join(failed)
 
 
-def test_text_kit_passes_on_text_prompts(model):
-    verdicts = run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])
-    failed = [str(v) for v in verdicts if v.status != "pass"]
-    assert not failed, "\n".join(failed)
-    assert len(verdicts) >= 15
-
-
 def test_the_config_names_the_family_and_the_tree(model):
     family, attention = CHECKPOINTS[name(model)]
     assert model.family is family and type(model.vision.layers[0].self_attn._module) is attention

@@ -33,11 +33,6 @@ def variant(family):
     return StandardizedTransformer(tiny_checkpoint("llama4"), family=family, attn_implementation="eager")
 
 
-def test_vision_checks_pass(model):
-    verdicts = run(model, PROMPTS, only=VISION_CHECKS)
-    assert [v.status for v in verdicts] == ["pass"] * len(VISION_CHECKS), "\n".join(map(str, verdicts))
-
-
 def test_text_kit_passes_on_text_prompts(model):
     verdicts = run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])
     failed = [str(v) for v in verdicts if v.status not in ("pass", "skip")]

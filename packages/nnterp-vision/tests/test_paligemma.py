@@ -30,11 +30,6 @@ def broken(envoys):
     return StandardizedTransformer(tiny_checkpoint("paligemma"), family=with_envoys(paligemma, envoys), attn_implementation="eager")
 
 
-def test_vision_checks_pass(model):
-    verdicts = run(model, PROMPTS, only=VISION_CHECKS)
-    assert [v.status for v in verdicts] == ["pass"] * len(VISION_CHECKS), "\n".join(map(str, verdicts))
-
-
 def test_text_kit_passes_on_text_prompts(model):
     # the PaliGemma processor refuses text without an image: prepare_invoke sends it to the tokenizer
     verdicts = run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])

@@ -31,13 +31,6 @@ def test_vision_checks_pass_but_the_pattern_skips(model):
     assert len(verdicts) == len(VISION_CHECKS) - 1
 
 
-def test_text_kit_passes_on_text_prompts(model):
-    verdicts = run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])
-    failed = [str(v) for v in verdicts if v.status != "pass"]
-    assert not failed, "\n".join(failed)
-    assert len(verdicts) >= 15
-
-
 def test_tree_and_sizes(model):
     vision = model.vision
     assert isinstance(vision, Qwen3Vision) and vision is model.model.visual and model.projector is vision.merger

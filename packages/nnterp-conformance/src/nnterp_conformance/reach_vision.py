@@ -227,33 +227,11 @@ GEMMA4_TOWER = (
 
 # --- plain diffs of a served family: not written yet ----------------------------------------------------------------
 
-QWEN3_VL_RENAMED = (
-    "Qwen3-VL under another name: Cosmos3OmniModel is a copy of Qwen3VLModel on Qwen3-VL's tower and text model "
-    "(qwen3_vl_vision, qwen3_vl_text): servable as the qwen3_vl family with Cosmos3OmniModel as the ImageScatter; "
-    "not written yet"
-)
 GEMMA3_RENAMED = (
-    "Gemma 3's class (Gemma3ForConditionalGeneration) under the ShieldGemma 2 config type: the gemma3 family maps "
-    "every module, but SERVED has no shieldgemma2 key and no tiny checkpoint is registered; not written yet"
-)
-LLAVA_SIGLIP = (
-    "a LLaVA-style wrapper (a SigLIP tower, SiglipVisionModel as on PaliGemma; a two-layer MLP aligner; "
-    "masked_scatter in DeepseekVLModel.forward) on a Llama text model: servable as a diff of PaliGemma; not written yet"
-)
-LLAVA_JANUS = (
-    "a LLaVA-style wrapper for understanding (JanusVisionModel: SigLIP's block layout under Janus class names; an "
-    "MLP aligner; masked_scatter in JanusModel.forward) on a Llama text model: servable as a diff of LLaVA keyed on "
-    "the Janus tower classes (the VQ-VAE and generation head serve image output only); not written yet"
-)
-LLAVA_TWO_TOWERS = (
-    "a LLaVA wrapper with two CLIP towers (image_tower and video_tower, both CLIPVisionModel), LLaVA's projector and "
-    "masked_scatter in VideoLlavaModel.forward (images first): servable as a diff of LLaVA on image_tower, keyed by "
-    "path, since a CLIPVisionModel type key also matches video_tower; not written yet"
-)
-IDEFICS3_PERCEIVER = (
-    "an Idefics3 diff: the same tower layout (Idefics2VisionTransformer), a perceiver-resampler connector to "
-    "resampler_n_latents rows per image in place of the pixel shuffle, the features written by inputs_merger in "
-    "Idefics2Model.forward, a Mistral text model: servable as a diff of Idefics3; not written yet"
+    "Gemma 3's class under the ShieldGemma 2 config type, which does not load as a generator: transformers' weight "
+    "conversion for shieldgemma2 (meant for ShieldGemma2ForImageClassification) prefixes every key with model., so "
+    "the Gemma3ForConditionalGeneration image-text-to-text builds loads its text model's weights as unexpected and "
+    "keeps it random, and a checkpoint it saves does not load back; its processor also writes its own policy prompts"
 )
 ALTUP_TEXT = (
     "its text model keeps AltUp's stacked streams (nnterp-text's gemma3n_text family), so layers[0].layer_input, "
@@ -312,12 +290,7 @@ VISION_KINDS = {
     SPLIT_PROJECTOR: ("ovis2",),
     OMNI_THINKER: ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"),
     GEMMA4_TOWER: ("gemma4",),
-    QWEN3_VL_RENAMED: ("cosmos3_omni",),
     GEMMA3_RENAMED: ("shieldgemma2",),
-    LLAVA_SIGLIP: ("deepseek_vl",),
-    LLAVA_JANUS: ("janus",),
-    LLAVA_TWO_TOWERS: ("video_llava",),
-    IDEFICS3_PERCEIVER: ("idefics2",),
     ALTUP_TEXT: ("gemma3n",),
     MOONVIT: ("kimi_k25",),
     PACKED_CLIP_LLAVA: ("minimax_m3_vl",),

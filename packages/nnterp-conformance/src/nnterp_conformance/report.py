@@ -337,7 +337,7 @@ def vision_section(rows: list[dict[str, Any]]) -> list[str]:
         path = families().get(model_type)
         served_text = f"its text model is served (checkpoint {text_only.get(model_type)} passes the text checks)"
         if model_type in kinds:
-            reason = (f"{served_text}; its tower: " if model_type in text_only else "") + kinds[model_type]
+            reason = (f"{served_text}; " if model_type in text_only else "") + kinds[model_type]
         elif model_type in text_only:
             reason = f"{served_text}; its tower is not mapped yet"
         elif path:

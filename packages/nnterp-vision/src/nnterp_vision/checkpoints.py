@@ -3,25 +3,36 @@
 from nnterp.tiny import TinyConfig
 from nnterp_recurrent.checkpoints import DELTANET
 
-from .tiny import VisionTinyConfig, aria, gemma3, idefics3, llama4, paligemma
+from .tiny import (
+    VisionTinyConfig,
+    aria,
+    aya_vision,
+    cohere2_vision,
+    deepseek_vl,
+    fast_vlm,
+    gemma3,
+    glm4v,
+    idefics2,
+    idefics3,
+    internvl,
+    janus,
+    llama4,
+    llava_onevision,
+    paddleocr_vl,
+    paligemma,
+    perception_lm,
+    video_llama_3,
+)
+from .tiny.lighton_ocr import LightOnOcrTinyConfig
 from .tiny.llava_next import LlavaNextTinyConfig
+from .tiny.llava_next_video import LlavaNextVideoTinyConfig
 from .tiny.mistral3 import PixtralTinyConfig
 from .tiny.qwen2_vl import QwenVLTinyConfig
 from .tiny.qwen3_vl import Qwen3VLTinyConfig
+from .tiny.video_llava import VideoLlavaTinyConfig
 from .tiny.vipllava import VipLlavaTinyConfig
-from .tiny import aya_vision as aya_vision_tiny
-from .tiny.lighton_ocr import LightOnOcrTinyConfig
-from .tiny import cohere2_vision as cohere2_vision_tiny
-from .tiny import internvl as internvl_tiny
-from .tiny import llava_onevision as llava_onevision_tiny
-from .tiny.llava_next_video import LlavaNextVideoTinyConfig
-from .tiny import perception_lm as perception_lm_tiny
-from .tiny import fast_vlm as fast_vlm_tiny
-from .tiny import glm4v as glm4v_tiny
-from .tiny import paddleocr_vl as paddleocr_vl_tiny
-from .tiny import video_llama_3 as video_llama_3_tiny
 
-#: the text model: the sizes every tiny checkpoint shares (a wrapper's nested configs are not shrunk for it)
+#: the text model: the sizes every tiny checkpoint shares
 TEXT = {
     "model_type": "llama", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
@@ -57,6 +68,12 @@ QWEN3_5_TEXT = {
     **DELTANET, "head_dim": 32,
     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [2, 1, 1], "mrope_interleaved": True},
 }
+#: Cohere Compass's processor tokens, in the order the tokenizer gains them, and the config fields naming their ids
+COMPASS_TOKENS = {
+    "<|IMAGE_PAD|>": "image_token_id", "<|VIDEO_PAD|>": "video_token_id",
+    "<|VISION_START|>": "vision_start_token_id", "<|VISION_END|>": "vision_end_token_id",
+}
+COMPASS_TOKEN_IDS = {field: 300 + index for index, field in enumerate(COMPASS_TOKENS.values())}
 #: the learned position grid must be square (4 x 4); block 0 feeds the one DeepStack merger
 QWEN3_VL_VIT = {
     "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2,
@@ -134,6 +151,19 @@ TINY_CONFIGS = {
     ),
     # every image resized to 980 pixels: 14 x 14 patches of 70, pooled into 4 learned queries; Aria's MoE text model
     "aria": aria.TINY,
+    # Cohere Compass: Qwen3-VL's tower and DeepStack (its own processor and tokens) over a Cohere text model; 6 image tokens
+    "cohere_compass": glm4v.Glm4vTinyConfig(
+        "cohere_compass",
+        {
+            # rope parameters per layer type; 3D positions over each 16-wide head, interleaved as on Qwen3-VL
+            "text_config": {"head_dim": 16, "logit_scale": 0.5, "rope_parameters": {"full_attention": QWEN3_TEXT["rope_parameters"]}},
+            "vision_config": QWEN3_VL_VIT,
+            **COMPASS_TOKEN_IDS,
+        },
+        pixels=(16 * 16 * 4, 48 * 48),
+        processor=("cohere_compass", "CohereCompass"),
+        tokens=tuple(COMPASS_TOKENS.items()),
+    ),
     # the checks' image resized to 32 x 32: 16 patches (and a class row, last), pixel-shuffled into 4 image tokens
     "llama4": llama4.TINY,
     # wrappers in transformers' causal-LM mapping whose text model is served (their towers are not mapped yet)
@@ -145,26 +175,26 @@ TINY_CONFIGS = {
         load={"attn_implementation": "eager"},
     ),
     # Aya Vision: the checks' image cut into 4 tiles and a thumbnail of 16 x 16, 4 image tokens each (4 x 4 patches shuffled by 2)
-    "aya_vision": aya_vision_tiny.TINY,
+    "aya_vision": aya_vision.TINY,
     # PerceptionLM: a timm PE tower on 32-pixel tiles (a thumbnail and one tile per image), 8 image tokens per image
-    "perception_lm": perception_lm_tiny.TINY,
-    "glm4v": glm4v_tiny.TINY,
+    "perception_lm": perception_lm.TINY,
+    "glm4v": glm4v.TINY,
     # LightOnOCR: Mistral 3's tower and merger on a Qwen3 text model; the checks' image is 10 x 12 patches, 30 image tokens
     "lighton_ocr": LightOnOcrTinyConfig(
         "lighton_ocr",
         {"text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
         load={"attn_implementation": "eager"},
     ),
-    "glm4v_moe": glm4v_tiny.TINY_MOE,
+    "glm4v_moe": glm4v.TINY_MOE,
     # Command A Vision: Aya Vision's tiling and shuffle; the checks' image is 4 tiles and a thumbnail, 4 image tokens each
-    "cohere2_vision": cohere2_vision_tiny.TINY,
-    "glm46v": glm4v_tiny.TINY_46V,
+    "cohere2_vision": cohere2_vision.TINY,
+    "glm46v": glm4v.TINY_46V,
     # FastVLM: a timm FastViT tower, every image 128 pixels, its 2 x 2 last feature map 4 image tokens
-    "fast_vlm": fast_vlm_tiny.TINY,
+    "fast_vlm": fast_vlm.TINY,
     # InternVL: an InternViT on 16-pixel crops (the checks' image: 4 tiles and a thumbnail), 4 image tokens each
-    "internvl": internvl_tiny.TINY,
+    "internvl": internvl.TINY,
     # LLaVA-OneVision: the checks' image is a base crop and 2 x 2 tiles of 32 x 32, 70 image tokens; two in a prompt, 17 each
-    "llava_onevision": llava_onevision_tiny.TINY,
+    "llava_onevision": llava_onevision.TINY,
     # LLaVA-NeXT-Video: LLaVA-NeXT's checkpoint with a video token (301) and processor; the checks' image is 70 image tokens
     "llava_next_video": LlavaNextVideoTinyConfig(
         "llava_next_video",
@@ -174,8 +204,31 @@ TINY_CONFIGS = {
         },
         load={"attn_implementation": "eager"},
     ),
+    # Cosmos 3: Qwen3-VL's tower, DeepStack and text model under its own config type; 6 image tokens for the checks' image
+    "cosmos3_omni": Qwen3VLTinyConfig(
+        "cosmos3_omni",
+        {
+            # its nested configs are declared through AutoConfig, so not shrunk: the text model's sizes given whole
+            "text_config": {**TEXT, **QWEN3_TEXT, "model_type": "qwen3_vl_text"},
+            "vision_config": {**QWEN3_VL_VIT, "model_type": "qwen3_vl_vision"},
+            **QWEN_TOKENS,
+        },
+        load={"attn_implementation": "eager"},
+    ),
     # GLM-4.6V on GLM-4.5V's MoE text model: served by glm46v_moe, which glm46v.for_config names
-    "glm46v_moe": glm4v_tiny.TINY_46V_MOE,
-    "paddleocr_vl": paddleocr_vl_tiny.TINY,
-    "video_llama_3": video_llama_3_tiny.TINY,
+    "glm46v_moe": glm4v.TINY_46V_MOE,
+    "paddleocr_vl": paddleocr_vl.TINY,
+    # DeepSeek-VL: a SigLIP tower's 16 patches through an MLP aligner, 16 image tokens per image
+    "deepseek_vl": deepseek_vl.TINY,
+    "video_llama_3": video_llama_3.TINY,
+    # Video-LLaVA: LLaVA on its image tower (the video tower beside it); 16 image tokens per image, the class row dropped
+    "video_llava": VideoLlavaTinyConfig(
+        "video_llava",
+        {"text_config": TEXT, "vision_config": CLIP, "image_token_index": 300, "video_token_index": 301, "image_seq_length": 16},
+        load={"attn_implementation": "eager"},
+    ),
+    # Janus: a SigLIP-layout tower's 16 patches through an MLP aligner, 16 image tokens per image (a small VQ-VAE beside it)
+    "janus": janus.TINY,
+    # Idefics2: Idefics3's tower layout, its 16 patches resampled to 4 latents per image, 4 image tokens
+    "idefics2": idefics2.TINY,
 }

@@ -160,10 +160,8 @@ def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
 def image_features_reach_the_text(model: Any, case: Case) -> str:
     """layers[0].layer_input[image_token_mask] == image_features, one feature row per image token; a row with no image reads as alone."""
     vision = lambda model: model.vision  # noqa: E731
-    mask, features, stream, logits = read_image(
-        model,
-        case,
-        [(vision, "image_token_mask"), (vision, "image_features"), (lambda model: model.layers[0], "layer_input"), (lambda model: model, "logits")],
+    mask, features, stream = read_image(
+        model, case, [(vision, "image_token_mask"), (vision, "image_features"), (lambda model: model.layers[0], "layer_input")]
     )
     tokens = int(mask.sum())
     if tokens == 0:
@@ -177,16 +175,34 @@ def image_features_reach_the_text(model: Any, case: Case) -> str:
     if len(prompts) > 1:
         if mask[1].any():
             raise CheckFailure("image_token_mask marks tokens of the batch's prompt that holds no image")
-        gaps.add(_alone(model, prompts[1], logits[1]))
+        gaps.add(_alone(model, case))
         detail += ", and a row with no image reading as it does alone"
     return f"{detail}; {gaps}"
 
 
-def _alone(model: Any, prompt: str, row: torch.Tensor) -> float:
-    """The gap between ``row``, a batch row's logits (a trace pads such a batch on the right), and ``prompt``'s alone."""
-    with torch.no_grad(), model.trace(prompt):
+def _alone(model: Any, case: Case) -> float:
+    """The gap between the image batch's row 1 (no image) and that row's own tokens traced alone.
+
+    The row's encoding is the processor's (a processor may rewrite a prompt:
+    PaliGemma adds its prefix, marks it with token_type_ids), so the row is
+    traced alone with every per-token field the batch gave it; a trace pads
+    an image batch on the right, so its real tokens come first.
+    """
+    prompts, images = image_inputs(model, case)
+    with torch.no_grad(), model.trace(prompts, images=images):
+        inputs = model.inputs.save()
+        logits = model.logits.detach().clone().save()
+    kwargs = inputs[1]
+    ids = kwargs["input_ids"]
+    length = int(kwargs["attention_mask"][1].sum())
+    row = {
+        key: value[1:2, :length]
+        for key, value in kwargs.items()
+        if key != "labels" and isinstance(value, torch.Tensor) and value.shape == ids.shape
+    }
+    with torch.no_grad(), model.trace(row):
         alone = model.logits.detach().clone().save()
-    return expect_close("logits of the batch's row with no image against the prompt traced alone", row[: alone.shape[1]], alone[0])
+    return expect_close("logits of the batch's row with no image against its tokens traced alone", logits[1, :length], alone[0])
 
 
 @check("vision", applies=has_vision)

@@ -20,6 +20,7 @@ SERVED = {
     "hyperclovax_vision_v2": HERE + "hyperclovax_vision_v2",
     "exaone4_5": HERE + "exaone4_5",
     "aria": HERE + "aria",
+    "cohere_compass": HERE + "cohere_compass",
     # wrappers whose text model is served and whose tower is not mapped yet
     "gemma4": HERE + "gemma4",
     "gemma4_unified": HERE + "gemma4",
@@ -36,6 +37,11 @@ SERVED = {
     "internvl": HERE + "internvl",
     "llava_onevision": HERE + "llava_onevision",
     "llava_next_video": HERE + "llava_next_video",
+    "cosmos3_omni": HERE + "cosmos3_omni",
     "paddleocr_vl": HERE + "paddleocr_vl",
+    "deepseek_vl": HERE + "deepseek_vl",
     "video_llama_3": HERE + "video_llama_3",
+    "video_llava": HERE + "video_llava",
+    "janus": HERE + "janus",
+    "idefics2": HERE + "idefics2",
 }

@@ -17,7 +17,7 @@ video's). Load with ``attn_implementation="eager"`` to read the tower's pattern.
 """
 
 from nnterp.families import default
-from timm.models.eva import Eva, EvaBlock
+from timm.models.eva import EvaBlock
 from timm.layers import AttentionRope, Mlp
 from transformers.models.perception_lm.modeling_perception_lm import PerceptionLMModel
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel

@@ -48,10 +48,12 @@ class Glm4vTinyConfig(QwenVLTinyConfig):
     pixels: tuple[int, int] = (2 * 16 * 16 * 4, 2 * 48 * 48)
     #: ``(module, class prefix)`` of the processor classes: GLM-4.1V's, unless the wrapper has its own (GLM-4.6V)
     processor: tuple[str, str] = ("glm4v", "Glm4v")
+    #: the processor's tokens in the order the tokenizer gains them, each with the config field naming its id
+    tokens: tuple[tuple[str, str], ...] = tuple(GLM_TOKENS.items())
 
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the GLM processor: ``tokenizer`` with the image tokens, and image and video processors sized to the tower."""
-        add_tokens(self.model_type, tokenizer, config, GLM_TOKENS)
+        add_tokens(self.model_type, tokenizer, config, dict(self.tokens))
         module, prefix = self.processor
         package = f"transformers.models.{module}"
         images = getattr(importlib.import_module(f"{package}.image_processing_pil_{module}"), f"{prefix}ImageProcessorPil")
