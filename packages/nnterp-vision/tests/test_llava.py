@@ -1,5 +1,7 @@
 """LLaVA: the tower's blocks keep the text blocks' identities, and the image features are what the text model receives."""
 
+import types
+
 import pytest
 import torch
 from nnterp import EProperty, StandardizedTransformer, Unavailable
@@ -34,7 +36,8 @@ def test_vision_checks_pass(model):
     assert sorted(VISION_CHECKS) == sorted(
         [
             "vision_contribution", "vision_pattern_is_softmax_of_scores", "image_features_reach_the_text",
-            "written_image_values_move_downstream", "image_reaches_the_text_under_generate", "image_values_need_an_image",
+            "written_image_values_move_downstream", "projector_output_reaches_the_scatter",
+            "image_reaches_the_text_under_generate", "image_values_need_an_image",
         ]
     )
     verdicts = run(model, PROMPTS, only=VISION_CHECKS)
@@ -155,3 +158,15 @@ def test_check_fails_on_a_broken_family(model, check, envoys, message):
     assert verdict(check, model, PROMPTS).status == "pass"
     found = verdict(check, broken(envoys), PROMPTS)
     assert found.status == "fail" and message in found.detail, str(found)
+
+
+def test_a_projector_named_off_the_path_fails_the_projector_check(model):
+    # CLIP's post_layernorm normalizes the pooled class row, which LLaVA never projects: named as the projector,
+    # it runs before the scatter, and writing it changes nothing the text model receives
+    family = types.ModuleType("llava_wrong_projector")
+    family.__dict__.update({key: value for key, value in vars(llava).items() if not key.startswith("_")})
+    family.RENAME = {**{k: v for k, v in llava.RENAME.items() if v != "projector"}, "model.vision_tower.post_layernorm": "projector"}
+    assert verdict("projector_output_reaches_the_scatter", model, PROMPTS).status == "pass"
+    wrong = StandardizedTransformer(tiny_checkpoint("llava"), family=family, attn_implementation="eager")
+    found = verdict("projector_output_reaches_the_scatter", wrong, PROMPTS)
+    assert found.status == "fail" and "left image_features unchanged" in found.detail, str(found)

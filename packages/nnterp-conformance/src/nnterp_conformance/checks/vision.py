@@ -234,6 +234,34 @@ def written_image_values_move_downstream(model: Any, case: Case) -> str:
     return f"image_features moved the logits by up to {shift:.3g}; patch_embeddings moved tower_output by up to {tower_shift:.3g}"
 
 
+@check("vision", applies=has_vision)
+def projector_output_reaches_the_scatter(model: Any, case: Case) -> str:
+    """Writing projector_output moves image_features (writing it back unchanged does not): the projector feeds the scatter.
+
+    Whatever the wrapper does between them (a reshape, a reorder, a cast, a
+    scale), what the projector returns is what becomes the image features.
+    """
+    reason = model.projector.support().get("projector_output")
+    if reason is not None:
+        raise Skip(f"projector_output is unavailable: {reason}")
+    prompts, images = image_inputs(model, case)
+    noise = replace(case, edit="noise")
+    with torch.no_grad():
+        with model.trace(prompts, images=images):
+            baseline = model.vision.image_features.detach().clone().save()
+        with model.trace(prompts, images=images):
+            model.projector.projector_output = model.projector.projector_output.clone()
+            unchanged = model.vision.image_features.detach().clone().save()
+        with model.trace(prompts, images=images):
+            model.projector.projector_output = noise.edited(model.projector.projector_output)
+            moved = model.vision.image_features.detach().clone().save()
+    expect_close("image_features after writing projector_output back unchanged", unchanged, baseline)
+    shift = (moved - baseline).abs().max().item()
+    if shift == 0:
+        raise CheckFailure("writing projector_output left image_features unchanged: the projector named is not what feeds the scatter")
+    return f"projector_output moved image_features by up to {shift:.3g}"
+
+
 #: decode steps the generation check runs after the prompt's
 STEPS = 3
 
