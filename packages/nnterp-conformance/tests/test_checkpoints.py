@@ -63,3 +63,24 @@ def test_nested_fields_naming_a_model_type_go_on_that_types_shrunk_sizes():
     config = TinyConfig("llava", {"text_config": {"model_type": "mistral", "num_hidden_layers": 3}}).config()
     assert type(config.text_config).__name__ == "MistralConfig"
     assert (config.text_config.num_hidden_layers, config.text_config.hidden_size) == (3, 64)
+
+
+def test_the_cache_key_covers_the_code_that_writes_a_checkpoint():
+    # a changed processor writer once kept serving the checkpoint written by the old one
+    from dataclasses import dataclass
+
+    from nnterp.tiny import TinyConfig
+    from nnterp_conformance.checkpoints import _digest
+
+    @dataclass(frozen=True)
+    class OneWriter(TinyConfig):
+        def save_preprocessors(self, directory, tokenizer, config):
+            return "one"
+
+    @dataclass(frozen=True)
+    class OtherWriter(TinyConfig):
+        def save_preprocessors(self, directory, tokenizer, config):
+            return "other"
+
+    assert _digest(OneWriter("llama")) != _digest(OtherWriter("llama"))
+    assert _digest(TinyConfig("llama")) == _digest(TinyConfig("llama"))

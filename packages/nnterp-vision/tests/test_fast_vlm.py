@@ -18,7 +18,7 @@ from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperMo
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
 #: the checks that read block values: they skip on FastViT, saying why
-BLOCK_CHECKS = ["vision_contribution", "vision_pattern_is_softmax_of_scores"]
+BLOCK_CHECKS = ["vision_contribution", "vision_pattern_is_softmax_of_scores", "vision_interior_feeds_the_output"]
 PROMPT = "<image>Hello world"
 #: every image is 128 pixels a side: a 32 x 32 stem map of 8 channels, a 2 x 2 last map of 64, so 4 image tokens
 STEM, TOKENS = 32 * 32, 4

@@ -35,7 +35,8 @@ def broken(envoys):
 def test_vision_checks_pass(model):
     assert sorted(VISION_CHECKS) == sorted(
         [
-            "vision_contribution", "vision_pattern_is_softmax_of_scores", "image_features_reach_the_text",
+            "vision_contribution", "vision_pattern_is_softmax_of_scores", "vision_interior_feeds_the_output",
+            "image_features_reach_the_text",
             "written_image_values_move_downstream", "projector_output_reaches_the_scatter",
             "image_reaches_the_text_under_generate", "image_values_need_an_image",
         ]

@@ -61,9 +61,15 @@ def names() -> list[str]:
 
 
 def _digest(tiny: Any) -> str:
+    import inspect
+
     import transformers
 
+    # the code that builds and saves it too: a TinyConfig subclass's build or processor changes the checkpoint
+    writers = [inspect.getsource(cls) for cls in type(tiny).__mro__ if cls.__module__.split(".")[0] not in ("builtins", "nnterp")]
     text = repr((tiny.config().to_json_string(), sorted(tiny.load.items()), transformers.__version__, CORPUS, SEED, NOISE, NOISED))
+    if writers:
+        text += repr(writers)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

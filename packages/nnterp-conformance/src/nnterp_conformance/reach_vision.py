@@ -169,15 +169,6 @@ TWO_TOWERS = (
     "neck, a learned blend of its global-attention layer) on the high-resolution one, fused per patch by the "
     "aligner; model.vision names one tower"
 )
-GLM46V_RENAMED = (
-    "GLM-4.6V's class (Glm46VForConditionalGeneration) under the GLMGA config type, on GLM-4V's tower and text model "
-    "(glm4v_vision, glm4v_text): servable as the glm4v family with Glm46VModel as the ImageScatter; not written yet"
-)
-GLM_OCR = (
-    "GLM-4V under its own class names (GlmOcr*): the tower's attention adds q and k RMS norms, and the text "
-    "attention has separate grouped-query q, k and v projections; servable as a diff of the glm4v family; not "
-    "written yet"
-)
 MID_TOWER_MERGER = (
     "a packed SigLIP tower with a window-attention merger inserted after block insert_layer_id, which pools the "
     "patches 4x in the middle of the tower, so the blocks after it run on another grid and no one patch axis spans "
@@ -193,11 +184,6 @@ DOTS3_TOWER = (
     "a Qwen-ViT layout (packed cu_seqlens attention, grid_thw, the merger inside the tower) with a tower of its own "
     "whose blocks are RMS-normed and partly routed-expert MoE MLPs, beside an audio tower scattered at audio tokens; "
     "the text model (dots3_note_text) is served"
-)
-INTERNVL_CLONE = (
-    "an InternVL clone (InternVL's ViT, whose blocks multiply each sublayer's output by a learned per-channel lambda "
-    "inside the block; a pixel shuffle in get_image_features; an MLP projector; masked_scatter in "
-    "QianfanOCRModel.forward) on a Qwen3 text model (served): it waits on an internvl family"
 )
 RADIO_OMNI = (
     "its tower is RADIO (a ViT with class and register tokens and layer scales), which no family maps; the root's "
@@ -239,12 +225,6 @@ ALTUP_TEXT = (
     "unavailable; the tower (timm's MobileNetV5, its output width fixed at 2048 by timm) and the embed_vision "
     "projector, which runs twice per forward (on the image token ids, then on the features), would map"
 )
-MOONVIT = (
-    "a packed MoonViT tower (the Qwen-ViT layout: cu_seqlens, 2-D RoPE, attention per image, but separate q, k and "
-    "v projections and a mean pool over merge_kernel_size patch groups and frames inside the tower), mm_projector, "
-    "masked_scatter in Kimi_K25Model.forward and a DeepSeek-V3 text model (served): servable as a diff of Qwen2-VL "
-    "with its own attention operation names; not written yet"
-)
 PACKED_CLIP_LLAVA = (
     "a LLaVA wrapper (MiniMaxM3VLModel subclasses LlavaModel: masked_scatter) on a packed CLIP-block tower (every "
     "image's patches on one [1, patches, hidden] row, attention per image over cu_seqlens, 3-D RoPE) and a "
@@ -280,18 +260,14 @@ VISION_KINDS = {
     SAM_TOWER_UNKEYED: ("pp_chart2table",),
     SAM_THEN_ENCODER: ("deepseek_ocr2", "unlimited_ocr"),
     TWO_TOWERS: ("deepseek_vl_hybrid",),
-    GLM46V_RENAMED: ("glmga",),
-    GLM_OCR: ("glm_ocr",),
     MID_TOWER_MERGER: ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7"),
     GRANITE_DOCLING: ("granite_docling",),
     DOTS3_TOWER: ("dots3_note",),
-    INTERNVL_CLONE: ("qianfan_ocr",),
     RADIO_OMNI: ("nemotron_h_omni",),
     SPLIT_PROJECTOR: ("ovis2",),
     OMNI_THINKER: ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"),
     GEMMA4_TOWER: ("gemma4",),
     GEMMA3_RENAMED: ("shieldgemma2",),
     ALTUP_TEXT: ("gemma3n",),
-    MOONVIT: ("kimi_k25",),
     PACKED_CLIP_LLAVA: ("minimax_m3_vl",),
 }

@@ -12,15 +12,18 @@ from .tiny import (
     fast_vlm,
     gemma3,
     glm4v,
+    glmga,
     idefics2,
     idefics3,
     internvl,
     janus,
+    kimi_k25,
     llama4,
     llava_onevision,
     paddleocr_vl,
     paligemma,
     perception_lm,
+    qianfan_ocr,
     video_llama_3,
 )
 from .tiny.lighton_ocr import LightOnOcrTinyConfig
@@ -231,4 +234,12 @@ TINY_CONFIGS = {
     "janus": janus.TINY,
     # Idefics2: Idefics3's tower layout, its 16 patches resampled to 4 latents per image, 4 image tokens
     "idefics2": idefics2.TINY,
+    # GLMGA: GLM-4.6V's checkpoint under its own config type and image processor; 6 image tokens
+    "glmga": glmga.TINY,
+    # Qianfan-OCR: InternVL's tiny tower and tiling on a Qwen3 text model; 4 image tokens per crop
+    "qianfan_ocr": qianfan_ocr.TINY,
+    # GLM-OCR: GLM-4.1V's tiny tower (q and k norms, no learned positions) and processor; 6 image tokens
+    "glm_ocr": glm4v.Glm4vTinyConfig("glm_ocr", {"text_config": glm4v.GLM4V_TEXT, "vision_config": glm4v.GLM4V_VIT, **glm4v.GLM_TOKEN_IDS}),
+    # Kimi-K2.5: a MoonViT on 8-pixel patches (the checks' image padded to 6 x 6), 2 x 2 pooled into 9 image tokens; DeepSeek-V3 text
+    "kimi_k25": kimi_k25.TINY,
 }

@@ -46,11 +46,13 @@ def image(seed: int = IMAGE_SEED) -> Any:
 
 
 def image_token(model: Any, case: Case) -> str:
-    """The processor's image token; ``Skip`` when the load has no processor to take an image."""
+    """The image token a prompt holds, as the processor expands it; ``Skip`` when the load has no processor to take an image."""
     reason = model.vision.support().get("image_features")
     if reason is not None:
         raise Skip(f"no image reaches the model: {reason}")
-    return getattr(model.processor, "image_token", None) or "<image>"
+    # the token a prompt holds: Qianfan-OCR's processor expands "<image>" (its placeholder) into its image_token
+    processor = model.processor
+    return getattr(processor, "image_placeholder_token", None) or getattr(processor, "image_token", None) or "<image>"
 
 
 #: the most images a drawn prompt holds
@@ -154,6 +156,37 @@ def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
         sums = pattern.float().sum(-1)
         gaps.add(expect_close(f"vision.layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums), dtype=pattern.dtype))
     return str(gaps)
+
+
+@check("vision", applies=has_vision)
+def vision_interior_feeds_the_output(model: Any, case: Case) -> str:
+    """Writing a tower block's queries, keys or values moves its attention_output (writing them back unchanged does not).
+
+    The interior of a packed tower's attention has no pattern to check it
+    against (``PER_IMAGE``); this proves each is read on the attention's path.
+    """
+    names = ("attention_queries", "attention_keys", "attention_values")
+    layer = case.pick(vision_blocks(model, "self_attn.attention_output", *(f"self_attn.{name}" for name in names)))
+    attention = lambda model: model.vision.layers[layer].self_attn  # noqa: E731
+    prompts, images = image_inputs(model, case)
+    noise = replace(case, edit="noise")
+    shifts = []
+    with torch.no_grad():
+        with model.trace(prompts, images=images):
+            baseline = attention(model).attention_output.detach().clone().save()
+        for name in names:
+            with model.trace(prompts, images=images):
+                setattr(attention(model), name, getattr(attention(model), name).clone())
+                unchanged = attention(model).attention_output.detach().clone().save()
+            with model.trace(prompts, images=images):
+                setattr(attention(model), name, noise.edited(getattr(attention(model), name)))
+                moved = attention(model).attention_output.detach().clone().save()
+            expect_close(f"vision.layers[{layer}]: attention_output after writing {name} back unchanged", unchanged, baseline)
+            shift = (moved - baseline).abs().max().item()
+            if shift == 0:
+                raise CheckFailure(f"vision.layers[{layer}]: writing {name} left attention_output unchanged: it is not read on the attention's path")
+            shifts.append(f"{name} {shift:.3g}")
+    return f"vision.layers[{layer}]: attention_output moved by " + ", ".join(shifts)
 
 
 @check("vision", applies=has_vision)

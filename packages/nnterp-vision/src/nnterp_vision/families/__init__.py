@@ -44,4 +44,8 @@ SERVED = {
     "video_llava": HERE + "video_llava",
     "janus": HERE + "janus",
     "idefics2": HERE + "idefics2",
+    "glmga": HERE + "glmga",
+    "qianfan_ocr": HERE + "qianfan_ocr",
+    "glm_ocr": HERE + "glm_ocr",
+    "kimi_k25": HERE + "kimi_k25",
 }

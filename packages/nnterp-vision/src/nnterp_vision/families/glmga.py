@@ -1,0 +1,14 @@
+"""GLMGA: GLM-4.6V's class (Glm46VForConditionalGeneration) under its own config type, served as GLM-4.6V.
+
+No diff at all: ``GlmgaConfig`` subclasses ``Glm46VConfig`` (GLM-4.1V's
+tower and text model, ``glm4v_vision`` and ``glm4v_text``, by default), and
+transformers' auto mappings build ``Glm46VModel`` from it, so the modules are
+GLM-4.6V's and ``glm46v``'s tables name them; ``for_config`` names
+``glm46v_moe`` where the text model is GLM-4.5V's mixture. Only the image and
+video processors are the type's own (a ``patch_expand_factor`` on the resize
+grid, 1 by default).
+"""
+
+from .glm46v import ENVOYS, RENAME, TASK, for_config
+
+__all__ = ["ENVOYS", "RENAME", "TASK", "for_config"]

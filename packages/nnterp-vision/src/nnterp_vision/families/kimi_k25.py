@@ -1,0 +1,53 @@
+"""Kimi-K2.5: a packed MoonViT tower, an MLP projector outside it and a DeepSeek-V3 text model, under Kimi_K25ForConditionalGeneration.
+
+A diff of Qwen2-VL: the tower (``model.vision``, native
+``model.vision_tower``, a ``MoonVit``) runs every image's patches in one
+row and attends per image (``PER_IMAGE``), with the Qwen ViT's block names
+(``norm1`` / ``attn`` / ``norm2`` / ``mlp``, ``fc1`` / ``fc2``), but its
+blocks are already ``layers``, its attention projects q, k and v apart
+(``MoonVitAttention``), it ends in a norm (``tower_output``) and then
+mean-pools each merge kernel over frames. The projector
+(``model.projector``, native ``mm_projector``) is outside the tower.
+``Kimi_K25Model.forward`` zeroes the image tokens' ids, embeds, and
+scatters the projection (``inputs_embeds.masked_scatter``: the
+``ImageScatter``). The text model is DeepSeek-V3's, served as
+``nnterp_text.families.deepseek_v3`` serves it.
+"""
+
+from nnterp_text.families.deepseek_v3 import ENVOYS as DEEPSEEK_V3_ENVOYS
+from nnterp_text.families.deepseek_v3 import RENAME as DEEPSEEK_V3_RENAME
+from transformers.models.kimi_k25.modeling_kimi_k25 import (
+    Kimi_K25Model,
+    Kimi_K25MultimodalProjection,
+    Kimi_K25VisionAttention,
+    Kimi_K25VisionEncoderLayer,
+    Kimi_K25VisionMLP,
+    Kimi_K25VisionModel,
+)
+
+from ..components import ImageScatter
+from ..components.kimi_k25 import MoonVit, MoonVitAttention, MoonVitProjector
+from ..components.qwen import QwenVisionLayer, QwenVisionMlp
+from .qwen2_vl import QWEN2_VL_MLP_RENAME, QWEN_VIT_RENAME, TASK, WRAPPER_RENAME
+
+__all__ = ["ENVOYS", "RENAME", "TASK"]
+
+RENAME = {
+    **DEEPSEEK_V3_RENAME,
+    **{native: standard for native, standard in WRAPPER_RENAME.items() if not native.startswith("model.visual")},
+    **{native: standard for native, standard in QWEN_VIT_RENAME.items() if native != "blocks"},
+    **QWEN2_VL_MLP_RENAME,
+    "model.vision_tower": "vision",
+    "model.mm_projector": "projector",
+}
+
+ENVOYS = {
+    Kimi_K25VisionModel: MoonVit,
+    Kimi_K25VisionEncoderLayer: QwenVisionLayer,
+    Kimi_K25VisionAttention: MoonVitAttention,
+    Kimi_K25VisionMLP: QwenVisionMlp,
+    Kimi_K25MultimodalProjection: MoonVitProjector,
+    Kimi_K25Model: ImageScatter,
+    # the text model's blocks by path, every MLP a SigmoidMoe (dense ones say so); the tower's keyed by type come first
+    **DEEPSEEK_V3_ENVOYS,
+}
