@@ -132,6 +132,12 @@ class AlwaysThere(Vision):
     image_features = Vision.image_features.at(unavailable=None)
 
 
+class FeaturesDoubled(Vision):
+    """image_features read at the scatter, but served twice over: a consistent reading of the wrong meaning."""
+
+    image_features = Vision.image_features.scaled(lambda envoy: 2.0)
+
+
 class FeaturesBeforeActivation(Vision):
     """image_features read at the projector's first linear layer, before its activation and second layer."""
 
@@ -153,6 +159,7 @@ class FeaturesReturned(Vision):
         ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
         ("image_features_reach_the_text", {CLIPVisionModel: FeaturesBeforeActivation}, "against image_features: off by"),
         ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
+        ("image_reaches_the_text_under_generate", {CLIPVisionModel: FeaturesDoubled}, "against image_features: off by"),
     ],
 )
 def test_check_fails_on_a_broken_family(model, check, envoys, message):
