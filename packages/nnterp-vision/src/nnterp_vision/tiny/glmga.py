@@ -26,7 +26,7 @@ class GlmgaTinyConfig(Glm4vTinyConfig):
 
         super().save_preprocessors(directory, tokenizer, config)
         saved = Glm46VProcessor.from_pretrained(directory)
-        images, videos = saved.image_processor, saved.video_processor
+        images = saved.image_processor
         sizes = {"patch_size": images.patch_size, "temporal_patch_size": images.temporal_patch_size, "merge_size": images.merge_size}
         Glm46VProcessor(
             image_processor=GlmgaImageProcessorPil(size=dict(images.size), **sizes),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import VisionTinyConfig
+from . import VisionTinyConfig, with_named_tokens
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries, and the tokenizer attributes that name them
 INTERNVL_TOKENS = {"context_image_token": "<IMG_CONTEXT>", "start_image_token": "<img>", "end_image_token": "</img>", "video_token": "<video>"}
@@ -40,14 +40,10 @@ class InternVLTinyConfig(VisionTinyConfig):
     max_tiles: int = 4
 
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
-        """Save the InternVL processor: ``tokenizer`` naming its image tokens, a tiling image processor sized to the tower."""
+        """Save the processor: ``tokenizer`` naming its image tokens, a tiling image processor sized to the tower."""
         from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import GotOcr2ImageProcessorPil
-        from transformers.models.internvl.processing_internvl import InternVLProcessor
-        from transformers.models.internvl.video_processing_internvl import InternVLVideoProcessor  # needs torchvision
 
-        tokenizer.add_special_tokens({"additional_special_tokens": list(INTERNVL_TOKENS.values())})
-        tokenizer.save_pretrained(directory)
-        tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens=INTERNVL_TOKENS)
+        tokenizer = with_named_tokens(tokenizer, directory, INTERNVL_TOKENS)
         if tokenizer.context_image_token_id != config.image_token_id:
             raise ValueError(f"{self.model_type}: the image token is id {tokenizer.context_image_token_id}; the config says {config.image_token_id}")
         vision = config.vision_config
@@ -55,10 +51,16 @@ class InternVLTinyConfig(VisionTinyConfig):
         images = GotOcr2ImageProcessorPil(
             size={"height": side, "width": side}, crop_to_patches=True, min_patches=1, max_patches=self.max_tiles
         )
-        videos = InternVLVideoProcessor(size={"height": side, "width": side})
         seq = int((side // patch) ** 2 * config.downsample_ratio**2)
-        processor = InternVLProcessor(image_processor=images, tokenizer=tokenizer, video_processor=videos, image_seq_length=seq)
-        processor.save_pretrained(directory)
+        self.processor(tokenizer, images, seq, side).save_pretrained(directory)
+
+    def processor(self, tokenizer: Any, images: Any, seq: int, side: int) -> Any:
+        """InternVL's processor over ``images``, ``seq`` image tokens a tile, with its video processor."""
+        from transformers.models.internvl.processing_internvl import InternVLProcessor
+        from transformers.models.internvl.video_processing_internvl import InternVLVideoProcessor  # needs torchvision
+
+        videos = InternVLVideoProcessor(size={"height": side, "width": side})
+        return InternVLProcessor(image_processor=images, tokenizer=tokenizer, video_processor=videos, image_seq_length=seq)
 
 
 #: the image token follows the tokenizer's 300 entries; 16 patches a crop (the class row dropped), shuffled into 4 image tokens
