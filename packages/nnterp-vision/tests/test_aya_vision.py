@@ -15,7 +15,7 @@ from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.families import aya_vision
 from nnterp_vision.layouts import ImageFeatures
 from nnterp_vision.reasons import NO_IMAGE
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
@@ -124,10 +124,7 @@ class FeaturesTransposed(SiglipVision):
         return value.transpose(1, 2).flatten(0, -2)
 
 
-class FeaturesReturned(SiglipVision):
-    """image_features read at the copy AyaVisionModel returns after the text model ran: equal, and causally inert."""
-
-    image_features = SiglipVision.image_features.at("/model.output", select="image_hidden_states")
+FeaturesReturned = features_returned(SiglipVision)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from nnterp_conformance.variants import assert_breaks, with_envoys
 from nnterp_vision.components import no_images
 from nnterp_vision.components.timm import CONV_SIZES, ConvTimmVision
 from nnterp_vision.families import fast_vlm
+from nnterp_vision.testing import features_returned
 from nnterp_vision.layouts import ImageFeatures
 from nnterp_vision.tiny.fast_vlm import LOAD
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
@@ -116,10 +117,7 @@ class FeaturesBeforeProjection(ConvTimmVision):
         return value.flatten(0, 1)
 
 
-class FeaturesReturned(ConvTimmVision):
-    """image_features read at the copy FastVlmModel returns after the text model ran: equal, and causally inert."""
-
-    image_features = ConvTimmVision.image_features.at("/model.output", select="image_hidden_states")
+FeaturesReturned = features_returned(ConvTimmVision)
 
 
 @pytest.mark.parametrize(

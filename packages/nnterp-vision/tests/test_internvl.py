@@ -13,7 +13,7 @@ from nnterp_vision.components.internvl import InternVision, LayerScaledAttention
 from nnterp_vision.families import internvl
 from nnterp_vision.layouts import ImageFeatures
 from nnterp_vision.reasons import NO_IMAGE
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
 from transformers.models.internvl.modeling_internvl import InternVLVisionAttention, InternVLVisionModel
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
@@ -112,10 +112,7 @@ class FeaturesBeforeActivation(InternVision):
         return value.flatten(0, 1)
 
 
-class FeaturesReturned(InternVision):
-    """image_features read at the copy InternVLModel returns after the text model ran: equal, and causally inert."""
-
-    image_features = InternVision.image_features.at("/model.output", select="image_hidden_states")
+FeaturesReturned = features_returned(InternVision)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from nnterp_vision.components.pixtral import PatchMergerProjector, PixtralVision
 from nnterp_vision.families import lighton_ocr
 from nnterp_vision.layouts import ImageFeatures
 from nnterp_vision.reasons import NO_IMAGE
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
@@ -95,10 +95,7 @@ def test_no_image_makes_image_values_unavailable(model):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class FeaturesReturned(PixtralVision):
-    """image_features read at the copy LightOnOcrModel returns after the text model ran: equal, and causally inert."""
-
-    image_features = PixtralVision.image_features.at("/model.output", select="image_hidden_states")
+FeaturesReturned = features_returned(PixtralVision)
 
 
 class FeaturesBeforeMerge(PixtralVision):

@@ -14,7 +14,7 @@ from nnterp_vision.components import Vision, no_images
 from nnterp_vision.families import llava_next_video
 from nnterp_vision.layouts import ImageFeatures
 from nnterp_vision.reasons import NO_IMAGE, NO_PROCESSOR
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
@@ -112,10 +112,7 @@ class FeaturesAtProjector(Vision):
         return value.flatten(0, 1)
 
 
-class FeaturesReturned(Vision):
-    """image_features read at the copy LlavaNextVideoModel returns after the text model ran: equal, and causally inert."""
-
-    image_features = Vision.image_features.at("/model.output", select="image_hidden_states")
+FeaturesReturned = features_returned(Vision)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from nnterp_conformance.variants import assert_breaks, with_envoys
 from nnterp_vision.components.pixtral import VARIABLE_RESOLUTION, PixtralVision
 from nnterp_vision.families import mistral3
 from nnterp_vision.reasons import NO_IMAGE
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
 
 PROMPT = "[IMG]Hello world"
@@ -78,10 +78,7 @@ def test_no_image_makes_image_values_unavailable(model):
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
-class FeaturesReturned(PixtralVision):
-    """image_features read at the copy Mistral3Model returns after the text model ran: equal, and causally inert."""
-
-    image_features = PixtralVision.image_features.at("/model.output", select="image_hidden_states")
+FeaturesReturned = features_returned(PixtralVision)
 
 @pytest.mark.parametrize(
     ("check", "envoys", "message"),

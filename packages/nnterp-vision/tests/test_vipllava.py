@@ -11,7 +11,7 @@ from nnterp_conformance.variants import assert_breaks, with_envoys
 from nnterp_vision.components import Vision
 from nnterp_vision.families import vipllava
 from nnterp_vision.reasons import NO_PROCESSOR
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"
@@ -70,10 +70,7 @@ def test_no_image_and_no_processor(model, monkeypatch):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class FeaturesReturned(Vision):
-    """image_features read at the copy VipLlavaModel returns after the text model ran: equal, and causally inert."""
-
-    image_features = Vision.image_features.at("/model.output", select="image_hidden_states")
+FeaturesReturned = features_returned(Vision)
 
 
 @pytest.mark.parametrize(

@@ -26,3 +26,12 @@ class QwenWrongContribution(QwenVisionAttention):
     """The Qwen ViT attention's contribution read at its output projection's input: the right shape, the wrong tensor."""
 
     attention_output = QwenVisionAttention.attention_output.at("proj.input")
+
+
+def features_returned(tower: type) -> type:
+    """``tower`` with ``image_features`` read at the copy the inner model returns after the text model ran: equal, and causally inert.
+
+    Reading passes; writing moves nothing, which ``written_image_values_move_downstream`` must catch.
+    """
+    moved = tower.image_features.at("/model.output", select="image_hidden_states")
+    return type(f"{tower.__name__}FeaturesReturned", (tower,), {"image_features": moved, "__doc__": features_returned.__doc__})
