@@ -1,5 +1,8 @@
 """The errors nnterp raises where a standard value cannot be had."""
 
+from typing import Any
+
+from nnsight.intervention.interleaver import OutOfOrderError as _NnsightOutOfOrderError
 from nnsight.intervention.source import SourceNotAvailable as _NnsightSourceNotAvailable
 
 
@@ -8,9 +11,14 @@ class Unavailable(RuntimeError):
 
     Raised on access, before anything runs, so a wrong assumption fails at the
     line that makes it. ``support()`` reports the same reasons without raising.
+    ``where`` is an envoy (spelled as the user reaches it: ``layers[0].mlp``) or a name.
     """
 
-    def __init__(self, where: str, name: str, reason: str) -> None:
+    def __init__(self, where: Any, name: str, reason: str) -> None:
+        if not isinstance(where, str):
+            from ._spelling import spelled  # an envoy: named as the user reaches it, layers[0].mlp
+
+            where = spelled(where)
         self.where = where
         self.name = name
         self.reason = reason
@@ -22,6 +30,71 @@ class MissingModule(Unavailable, AttributeError):
 
     An ``AttributeError`` too, so ``hasattr(block, "linear_attn")`` still answers False.
     """
+
+
+class OtherComponent(Unavailable, AttributeError):
+    """A standard value of another kind of component: router values on a dense MLP, state values on an attention.
+
+    ``support()`` knows the reason (this MLP is dense, this mixer is softmax
+    attention); an ``AttributeError`` too, so ``hasattr(mlp, "router_logits")``
+    still answers False.
+    """
+
+
+class UnknownValue(AttributeError):
+    """A name that is no standard value, module or attribute of this component; the message suggests the nearest.
+
+    Worked out only when the message is read: ``hasattr`` probes never pay for it.
+    """
+
+    def __init__(self, envoy: Any, name: str) -> None:
+        super().__init__(envoy, name)
+        self.name = name
+
+    def __str__(self) -> str:
+        import difflib
+
+        from ._spelling import spelled
+
+        envoy, name = self.args
+        values = list(envoy.values()) if hasattr(type(envoy), "values") else []
+        modules = [key for key, child in vars(envoy).items() if hasattr(child, "_module") and not key.startswith("_")]
+        near = difflib.get_close_matches(name, values + modules, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(near)}?" if near else "."
+        listing = f" Its standard values: {', '.join(values)}." if values else ""
+        return f"{spelled(envoy)} ({type(envoy).__name__}) has no value, module or attribute {name!r}{hint}{listing}"
+
+
+class WriteMismatch(ValueError):
+    """An assignment to a standard value whose tensor does not fit the value's layout (rank, sizes, dtype or device).
+
+    Raised at the assignment, before the model continues with it; the message
+    names the value, the expected layout with its sizes, and what was given.
+    """
+
+
+class OutOfOrder(_NnsightOutOfOrderError):
+    """A standard value read or written after the forward had already passed it.
+
+    Names both values in the user's spelling and states the order rule. A
+    subclass of nnsight's ``OutOfOrderError``, which nnsight's own loops catch.
+    """
+
+
+class NeverRan(OutOfOrder):
+    """A standard value whose module or operation did not run on this call (a branch not taken, a skipped block)."""
+
+
+class GradientOutsideBackward(RuntimeError):
+    """``.grad`` read on a value where no backward pass will reach it: outside ``with loss.backward():``."""
+
+
+class InvalidPrompt(ValueError):
+    """A prompt the model cannot run (empty, mixed strings and ids, ids outside the vocabulary, too long), refused before the forward."""
+
+
+class CheckpointNotFound(FileNotFoundError):
+    """A checkpoint path that is neither a saved checkpoint's directory nor a plausible hub id."""
 
 
 class SourceNotAvailable(_NnsightSourceNotAvailable):

@@ -167,7 +167,7 @@ def _head_contributions(model: Any, cache: ValueCache, index: int, at: Callable[
     """Layer ``index``'s attention contribution split per head through ``o_proj``, plus the projection's bias."""
     attention = model.layers[index].self_attn
     if "o_proj" not in attention.__dict__:
-        raise Unavailable(attention.path, "o_proj", "no o_proj module on this attention, so its heads' outputs cannot be projected one by one")
+        raise Unavailable(attention, "o_proj", "no o_proj module on this attention, so its heads' outputs cannot be projected one by one")
     heads = at(_need(cache, f"layers.{index}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS)))
     total = at(cache[f"layers.{index}.self_attn.attention_output"])
     projection = attention.o_proj._module
@@ -183,7 +183,7 @@ def _head_contributions(model: Any, cache: ValueCache, index: int, at: Callable[
     total = total.to(joined.device).float()
     if not torch.allclose(joined, total, rtol=1e-2, atol=1e-2 * float(total.abs().max()) + 1e-6):
         raise Unavailable(
-            attention.path,
+            attention,
             "attention_head_outputs",
             "attention_output is not o_proj(attention_head_outputs) on this family (a norm or a scale follows the "
             "output projection), so the heads' shares of the contribution are not linear",

@@ -157,7 +157,7 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
         host, value = _host(model, name)
         reason = getattr(type(host), value).reason(host)
         if reason is not None:
-            raise Unavailable(host.path, value, reason)
+            raise Unavailable(host, value, reason)
     return sorted(ranked, key=ranked.__getitem__)
 
 

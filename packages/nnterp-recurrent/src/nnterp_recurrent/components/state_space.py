@@ -257,7 +257,7 @@ class StateSpace(RecurrentMixer):
 
     def set_state_after(self, t: int, value: Tensor) -> None:
         """Unavailable: the chunk scan has no per-token state to write (write ``state_input`` or ``state_output``)."""
-        raise Unavailable(self.path, "set_state_after", NO_TOKEN_STATE)
+        raise Unavailable(self, "set_state_after", NO_TOKEN_STATE)
 
     @contextmanager
     def keeping_states(self) -> Iterator[None]:

@@ -35,7 +35,7 @@ class InlineMlpModules(nn.Module):
 
 def _no_module_value(name: str) -> property:
     def read(self: Any) -> Any:
-        raise Unavailable(self.path, name, NO_MODULE)
+        raise Unavailable(self, name, NO_MODULE)
 
     return property(read)
 
@@ -53,7 +53,7 @@ class InlineMlp(Mlp):
     output, input, inputs = (_no_module_value(name) for name in ("output", "input", "inputs"))
 
     def skip(self, replacement: Any) -> None:
-        raise Unavailable(self.path, "skip", NO_MODULE)
+        raise Unavailable(self, "skip", NO_MODULE)
 
 
 class InlineMlpLayer(Layer):

@@ -51,7 +51,7 @@ class PixtralVision(Vision):
     @property
     def image_size(self) -> int:
         """Unavailable: the tower takes any resolution (``VARIABLE_RESOLUTION``)."""
-        raise Unavailable(self.path, "image_size", VARIABLE_RESOLUTION)
+        raise Unavailable(self, "image_size", VARIABLE_RESOLUTION)
 
 
 #: what Mistral 3's projector takes: the packed row without its leading 1

@@ -218,7 +218,7 @@ class QwenVision(Vision):
     @property
     def image_size(self) -> int:
         """Unavailable: the tower takes any resolution (``ANY_RESOLUTION``)."""
-        raise Unavailable(self.path, "image_size", ANY_RESOLUTION)
+        raise Unavailable(self, "image_size", ANY_RESOLUTION)
 
 
 #: what the merger takes: the last block's stream, [patches, vision_hidden_size], as the tower hands it

@@ -239,7 +239,7 @@ class ConvTimmVision(TimmVision):
     def _no_size(self, name: str) -> Any:
         from nnterp.errors import Unavailable
 
-        raise Unavailable(self.path, name, CONV_SIZES)
+        raise Unavailable(self, name, CONV_SIZES)
 
     @property
     def num_heads(self) -> int:

@@ -34,7 +34,7 @@ class VideoLlama3Vision(PaddleOcrVision):
     @property
     def spatial_merge_size(self) -> int:
         """Unavailable: each image has its own merge size (``PER_IMAGE_MERGE``)."""
-        raise Unavailable(self.path, "spatial_merge_size", PER_IMAGE_MERGE)
+        raise Unavailable(self, "spatial_merge_size", PER_IMAGE_MERGE)
 
 
 class VideoLlama3Projector(Glm4vMerger):
