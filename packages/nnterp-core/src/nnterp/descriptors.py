@@ -16,11 +16,15 @@ from typing import Any, Callable
 
 import torch
 from nnsight.intervention.eproperty import WriteBack, eproperty
-from nnsight.intervention.interleaver import Mediator
+from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 from nnsight.intervention.util import first_input, replace_first_input
 
 from . import layouts
-from .errors import SourceNotAvailable, Unavailable
+from ._gradients import mark
+from ._order import note_served, translated
+from ._spelling import spelled_cached
+from ._writes import check_against, check_before
+from .errors import OutOfOrder, SourceNotAvailable, Unavailable
 
 #: the attributes a path can end in, and the location suffix each is served at
 SERVED = {"output": "output", "input": "input", "inputs": "input"}
@@ -287,20 +291,40 @@ class EProperty(eproperty):
     def _check(self, obj: Any) -> None:
         reason = self.reason(obj)
         if reason is not None:
-            raise Unavailable(getattr(obj, "path", type(obj).__name__), self.name, reason)
+            raise Unavailable(obj if hasattr(obj, "path") else type(obj).__name__, self.name, reason)
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         if obj is None:
             return self
         self._check(obj)
         try:
-            return self._read(obj)
+            value = self._in_order(obj, "read", self._read, obj)
         except AttributeError as error:
             # A property getter's AttributeError makes Python fall back to
             # __getattr__, which would blame the attribute; Standard.__getattr__
             # re-raises this one, with its own line.
             obj.__dict__["_nnterp_error"] = (self.name, error)
             raise
+        self._served(obj, value)
+        return value
+
+    def _served(self, obj: Any, value: Any) -> None:
+        # what the next out-of-order message names as read before, and what a .grad read names
+        note_served(Mediator.current(self.name), self, obj)
+        mark(value, spelled_cached(obj, self.name))
+
+    def _in_order(self, obj: Any, verb: str, action: Callable, *args: Any) -> Any:
+        """``action(*args)``, with nnsight's out-of-order error for this value said in standard names."""
+        try:
+            return action(*args)
+        except OutOfOrder:
+            raise
+        except OutOfOrderError as error:
+            better = translated(self, obj, verb, Mediator.current(self.name))
+            if better is None:
+                raise
+            better.native = error
+            raise better from None
 
     def _read(self, obj: Any) -> Any:
         location, last = self._locate(obj)
@@ -321,16 +345,33 @@ class EProperty(eproperty):
     def _write_back(self, obj: Any, view: Any, served: Any, raw: Any, last: str) -> Any:
         return self._unserve(obj, raw, last, self._transform(obj, view, served))
 
+    def _shown(self, obj: Any, raw: Any, last: str) -> Any:
+        """What a read of this value returns from ``raw``, the location's value (a write must match it)."""
+        served = self._serve(obj, raw, last)
+        return self._preprocess(obj, served) if self._preprocess is not None else served
+
     def __set__(self, obj: Any, value: Any) -> None:
         self._check(obj)
+        self._in_order(obj, "written", self._assign, obj, value)
+        note_served(Mediator.current(self.name), self, obj)
+
+    def _assign(self, obj: Any, value: Any) -> None:
+        """Check ``value`` against the layout, then against the value it replaces, then write it."""
+        check_before(self, obj, value, Mediator.current(self.name))
         location, last = self._locate(obj)
+        raw = Mediator.value(location)
+        check_against(self, obj, value, self._shown(obj, raw, last))
+        self._put(obj, value, location, last, raw)
+
+    def _put(self, obj: Any, value: Any, location: str, last: str, raw: Any) -> None:
+        """Write ``value`` (already checked) where ``raw`` was served from."""
         if self._postprocess is not None:
             value = self._postprocess(obj, value)
         if self.assign_in_place:
-            self._serve(obj, Mediator.value(location), last).copy_(value)
+            self._serve(obj, raw, last).copy_(value)
             return
         if not self._plain(last):
-            value = self._unserve(obj, Mediator.value(location), last, value)
+            value = self._unserve(obj, raw, last, value)
         Mediator.swap(location, value)
 
 
@@ -366,7 +407,9 @@ class DerivedEProperty(EProperty):
         if obj is None:
             return self
         self._check(obj)
-        return self.compute(obj)
+        value = self.compute(obj)
+        mark(value, spelled_cached(obj, self.name))
+        return value
 
     def __set__(self, obj: Any, value: Any) -> None:
         raise AttributeError(f"{self.name} is derived from other values and read-only")
@@ -403,32 +446,36 @@ class TokenEProperty(EProperty):
         return dims is not None and tensor.ndim == len(dims)
 
     def _read(self, obj: Any) -> Any:
-        flat = super()._read(obj)
+        location, _ = self._locate(obj)
+        return self._invoke_rows(location, super()._read(obj))
+
+    def _invoke_rows(self, location: str, flat: Any) -> Any:
+        """This invoke's ``[batch, seq, ...]`` rows of the model's tensor, as a view."""
         if self._laid_out(flat):
             return flat
         if getattr(flat, "_nnsight_batch", False):
             # one token a row (a decode step): nnsight has already served this invoke's rows
             return flat.unsqueeze(1)
-        location, _ = self._locate(obj)
         total, start, size = self._rows(location, flat)
         return flat.view(total, flat.shape[0] // total, *flat.shape[1:])[start : start + size]
 
-    def __set__(self, obj: Any, value: Any) -> None:
-        self._check(obj)
-        location, last = self._locate(obj)
-        served = self._serve(obj, Mediator.value(location), last)
-        flat = self._preprocess(obj, served) if self._preprocess is not None else served
+    def _shown(self, obj: Any, raw: Any, last: str) -> Any:
+        location, _ = self._locate(obj)
+        return self._invoke_rows(location, super()._shown(obj, raw, last))
+
+    def _put(self, obj: Any, value: Any, location: str, last: str, raw: Any) -> None:
+        flat = super()._shown(obj, raw, last)
         if self._laid_out(flat):
-            EProperty.__set__(self, obj, value)
+            super()._put(obj, value, location, last, raw)
             return
         if getattr(flat, "_nnsight_batch", False):
             # one token a row: nnsight serves and splices this invoke's rows itself
-            EProperty.__set__(self, obj, value.reshape(flat.shape))
+            super()._put(obj, value.reshape(flat.shape), location, last, raw)
             return
         total, start, size = self._rows(location, flat)
         whole = flat.clone().view(total, flat.shape[0] // total, *flat.shape[1:])
         whole[start : start + size] = value
-        EProperty.__set__(self, obj, whole.view(flat.shape))
+        super()._put(obj, whole.view(flat.shape), location, last, raw)
 
 
 class Placeholder(EProperty):
@@ -441,7 +488,7 @@ class Placeholder(EProperty):
         return self._unavailable
 
     def _locate(self, obj: Any) -> tuple[str, str]:  # pragma: no cover - _check raises first
-        raise Unavailable(obj.path, self.name, self._unavailable)
+        raise Unavailable(obj, self.name, self._unavailable)
 
     def __str__(self) -> str:
         return f"({self.name}): unavailable: {self._unavailable}"

@@ -79,6 +79,29 @@ def dims(layout: Any) -> tuple[str, ...]:
     return tuple(getattr(dim, "name", str(dim)) for dim in layout.dims)
 
 
+#: the axes whose size is the input's, by the axis of the token ids ``[batch, seq]`` that gives it (a call without a cache)
+INPUT_AXES = {BATCH: 0, SEQ: 1, QUERY: 1, KEY: 1}
+
+
+def expected_shape(envoy: Any, layout: Any, tokens: tuple[int, int] | None) -> tuple[int | None, ...]:
+    """The shape a value of ``layout`` has on ``envoy``: model axes by ``axis_size``, input axes off ``tokens``.
+
+    ``tokens`` is the ``(batch, seq)`` of the token ids of a call without a
+    cache, which is what the text blocks' input axes are; None leaves them
+    unknown. An axis no envoy declares is unknown too (None).
+    """
+    shape: list[int | None] = []
+    for axis in dims(layout):
+        if axis in INPUT_AXES:
+            shape.append(None if tokens is None else tokens[INPUT_AXES[axis]])
+            continue
+        try:
+            shape.append(axis_size(envoy, axis))
+        except ValueError:
+            shape.append(None)
+    return tuple(shape)
+
+
 def axis_size(envoy: Any, axis: str) -> int:
     """The size of ``axis`` on the values ``envoy`` serves.
 

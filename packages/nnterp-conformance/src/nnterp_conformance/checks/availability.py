@@ -8,17 +8,9 @@ import typing
 
 import torch
 from nnterp import Unavailable, blocks_support
-from nnterp.layouts import axis_size, dims
+from nnterp.layouts import dims, expected_shape
 
 from .base import Case, CheckFailure, check, get, input_shape
-
-#: input-dependent axes and how to read their size off the prompt's token ids
-_INPUT_AXES = {"batch": 0, "seq": 1, "query": 1, "key": 1}
-
-
-def _expected_shape(envoy: Any, layout: Any, shape: tuple[int, int]) -> tuple[int, ...]:
-    return tuple(shape[_INPUT_AXES[axis]] if axis in _INPUT_AXES else axis_size(envoy, axis) for axis in dims(layout))
-
 
 def may_be_none(value: Any) -> bool:
     """Whether a value's definition says it can be None (``State | None``: a state before any call)."""
@@ -58,7 +50,7 @@ def available_values_resolve(model: Any, case: Case) -> str:
             layout = served.layout
             if layout is None:
                 continue
-            expected = _expected_shape(envoy, layout, shape)
+            expected = expected_shape(envoy, layout, shape)
             if tuple(tensor.shape) != expected:
                 raise CheckFailure(f"layers[{layer}].{name}: shape {tuple(tensor.shape)}, but its layout {dims(layout)} names {expected}")
             count += 1

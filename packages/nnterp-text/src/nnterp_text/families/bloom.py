@@ -7,6 +7,7 @@ folded into the batch (``[batch * heads, seq, head_dim]``); ``HeadOutputsView``
 serves its head outputs unfolded, and MPT's and Falcon's too.
 """
 
+from functools import partial
 from typing import Any, Callable
 
 from torch import Tensor
@@ -54,11 +55,11 @@ class HeadOutputsView(TokenEProperty):
     def _read(self, obj: Any) -> Tensor:
         return seq_first(super()._read(obj) if self.folded(obj) else EProperty._read(self, obj))
 
-    def __set__(self, obj: Any, value: Tensor) -> None:
-        if self.folded(obj):
-            super().__set__(obj, seq_first(value))
-        else:
-            EProperty.__set__(self, obj, seq_first(value))
+    def _shown(self, obj: Any, raw: Any, last: str) -> Tensor:
+        return seq_first(super()._shown(obj, raw, last) if self.folded(obj) else EProperty._shown(self, obj, raw, last))
+
+    def _put(self, obj: Any, value: Tensor, location: str, last: str, raw: Any) -> None:
+        (super()._put if self.folded(obj) else partial(EProperty._put, self))(obj, seq_first(value), location, last, raw)
 
 
 class BloomLayer(Layer):

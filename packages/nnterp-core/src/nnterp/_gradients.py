@@ -1,0 +1,72 @@
+"""``.grad`` on a standard value where no backward pass will reach it raises, instead of reading None.
+
+nnsight serves gradients only inside ``with loss.backward():``, where it swaps
+its own ``Tensor.grad`` in for the length of the backward. Anywhere else in a
+trace, ``value.grad`` is torch's attribute: None on every activation, and the
+user's next line fails on the None. For the length of a trace of a
+``StandardizedTransformer``, ``Tensor.grad`` is this guard: a tensor whose
+gradient autograd will never store (an activation, or a value read under
+``torch.no_grad()``) raises ``GradientOutsideBackward`` with the form that
+works; parameters and tensors that retain their gradient read as torch reads them.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import torch
+
+from .errors import GradientOutsideBackward
+
+#: torch's own attribute, which the guard defers to
+NATIVE = torch.Tensor.grad
+#: the attribute a standard value's tensor carries: its spelling, for the message
+SPELLING = "_nnterp_spelling"
+
+FORM = """with model.trace(prompt):
+    value = model.{value}
+    metric = model.logits[:, -1].sum()
+    with metric.backward():
+        gradient = value.grad.save()
+
+(read the value in the forward as any other, take any scalar of the forward, and read only .grad inside backward())"""
+
+
+def _read(tensor: torch.Tensor) -> Any:
+    if tensor.retains_grad or (tensor.is_leaf and tensor.requires_grad):
+        return NATIVE.__get__(tensor)  # autograd stores this one's gradient: a parameter, a retained tensor
+    named = tensor.__dict__.get(SPELLING)
+    if named is None and not tensor.requires_grad:
+        return NATIVE.__get__(tensor)  # a plain tensor no standard value served: torch's answer
+    value = named or "<tensor>"
+    why = (
+        "the trace runs under torch.no_grad(), so no gradient can reach it; trace without no_grad and "
+        if not tensor.requires_grad
+        else ""
+    )
+    raise GradientOutsideBackward(
+        f"{value}.grad is read outside a backward pass, where it is always None: nnsight serves gradients only "
+        f"inside `with metric.backward():`, as the backward reaches each value; {why}read it there:\n"
+        + FORM.format(value=value)
+    )
+
+
+GUARD = property(_read, NATIVE.__set__, NATIVE.__delete__, "torch's Tensor.grad, raising where no backward pass will reach it")
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Swap the guard in for ``Tensor.grad`` while a trace runs; nnsight's backward swaps its own over it and back."""
+    previous = torch.Tensor.grad
+    torch.Tensor.grad = GUARD
+    try:
+        yield
+    finally:
+        torch.Tensor.grad = previous
+
+
+def mark(value: Any, spelling: str) -> None:
+    """Tag a served tensor with the standard value it is, so a ``.grad`` read can name it."""
+    if isinstance(value, torch.Tensor):
+        value.__dict__[SPELLING] = spelling
