@@ -13,7 +13,13 @@ from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
 from ._aliasing import spellings_kept
+from ._cache import restore, snapshot
+from ._gradients import guarded
 from ._invokes import forget_last_prompt, in_model_dtype, padded_processor_invoke
+from ._loading import check_checkpoint
+from ._prompts import check_invokes, check_tokens
+from ._writes import Call
+from .components.blocks import Blocks
 from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
@@ -105,6 +111,9 @@ class StandardizedTransformer(TransformersModel):
     ) -> None:
         if isinstance(model, os.PathLike):
             model = os.fspath(model)
+        if isinstance(model, str):
+            model = os.path.expanduser(model)
+            check_checkpoint(model)
         if isinstance(family, str):
             family = importlib.import_module(family)
         if family is None:
@@ -122,6 +131,8 @@ class StandardizedTransformer(TransformersModel):
         rename = {**getattr(family, "RENAME", {}), **(rename or {})}
         # nnsight takes the first matching path key, so the caller's come first
         envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}
+        # block lists index as lists do, out of range an IndexError with the count
+        envoys.setdefault("layers", Blocks)
         envoys = with_tensor_parallel(envoys, model, kwargs)
         with spellings_kept():
             super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
@@ -157,6 +168,11 @@ class StandardizedTransformer(TransformersModel):
             impl = getattr(importlib.import_module(module), name)
         return {attr for attr, flag in _PREPROCESSOR_FLAGS.items() if getattr(impl, flag, False)}
 
+    def _batch_size(self, *inputs: Any, **kwargs: Any) -> int:
+        # asked of each invoke as it is added, before anything is tokenized: the first place a prompt is seen
+        check_invokes([(inputs, kwargs)])
+        return super()._batch_size(*inputs, **kwargs)
+
     def _batch(self, invokes: list, fn: Any) -> tuple:
         # a family may rewrite an invoke before it is batched (PaliGemma's processor refuses text without an
         # image, so its text-only invokes go to the tokenizer): prepare_invoke(model, inputs, kwargs)
@@ -164,16 +180,34 @@ class StandardizedTransformer(TransformersModel):
         if prepare is not None:
             invokes = [prepare(self, inputs, kwargs) for inputs, kwargs in invokes]
         generating = "generate" in (fn if isinstance(fn, str) else getattr(fn, "__name__", ""))
+        prompts = [prompt for inputs, kwargs in invokes for prompt in _prompts_of(inputs, kwargs)]
         invokes = [padded_processor_invoke(self, inputs, kwargs, generating) for inputs, kwargs in invokes]
         # nnsight numbers a left-padded row's tokens from 0; a family whose model
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
         args, kwargs = super()._batch(invokes, fn)
+        check_tokens(self, args, kwargs, prompts)
+        self._nnterp_call = Call.of(args, kwargs, generating)
+        self._nnterp_cache = snapshot(kwargs.get("past_key_values"))
         kwargs = in_model_dtype(self, kwargs)
         forget_last_prompt(self, kwargs)
         shift = getattr(self.family, "position_ids", None)
         if shift is not None and "position_ids" in kwargs:
             kwargs["position_ids"] = shift(self, kwargs["position_ids"])
         return args, kwargs
+
+    def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        # .grad outside a backward pass raises for the length of the run; a call that fails leaves no worker
+        # behind for the next trace (a refusal before the forward too) and the cache it was handed as it was
+        self._nnterp_cache = None
+        with guarded():
+            try:
+                return super().interleave(fn, *args, **kwargs)
+            except BaseException:
+                self.interleaver.cancel()
+                restore(self._nnterp_cache)
+                raise
+            finally:
+                self._nnterp_cache = None
 
     # -- values ------------------------------------------------------------------
 
@@ -261,3 +295,13 @@ class StandardizedTransformer(TransformersModel):
         rows.update(blocks_support(self.layers))
         return rows
 
+
+
+def _prompts_of(inputs: tuple, kwargs: dict) -> list:
+    """An invoke's prompts as written (for a message naming the one that fails), one a row where they are strings."""
+    prompts = inputs[0] if inputs else kwargs.get("text")
+    if isinstance(prompts, str):
+        return [prompts]
+    if isinstance(prompts, (list, tuple)) and all(isinstance(prompt, str) for prompt in prompts):
+        return list(prompts)
+    return []

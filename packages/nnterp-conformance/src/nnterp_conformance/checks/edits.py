@@ -77,6 +77,16 @@ def skip_hands_on_hidden(model: Any, case: Case) -> str:
     if not blocks:
         raise CheckFailure("no block with a next block to receive the replacement")
     layer = case.pick(blocks)
+    returned: list[bool] = []
+    with torch.no_grad(), model.trace(case.batch):
+        returned.append(isinstance(model.layers[layer].output, (tuple, list)))
+    packed = model.layers[layer].returns_a_tuple()
+    if returned[0] != packed:
+        forms = {True: "a tuple", False: "a bare tensor"}
+        raise CheckFailure(
+            f"layers[{layer}] returns {forms[returned[0]]}, but skip packs its replacement as {forms[packed]} "
+            f"(returns_a_tuple: the forward's return statements, else the family's returns_tuple)"
+        )
     with torch.no_grad(), model.trace(case.batch):
         hidden = case.edited(model.layers[layer].layer_input)
         model.layers[layer].skip(hidden)

@@ -91,6 +91,8 @@ class Attention(Standard):
     model whose blocks differ.
     """
 
+    lacks = "this block's mixer is softmax attention, which keeps no recurrent state"
+
     def off_interface(self) -> str | None:
         """Why the shared attention interface does not run on this module, or None."""
         return needs_eager(self)

@@ -1,5 +1,9 @@
 """The decoder block: the residual stream entering it, between its sublayers, and leaving it."""
 
+import ast
+import inspect
+import textwrap
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from torch import Tensor
@@ -21,7 +25,10 @@ class Layer(Standard):
     otherwise points them at its own modules or marks them unavailable.
     """
 
-    #: whether the block returns a tuple whose first element is the stream
+    lacks = "a block's own values are its residual stream's"
+
+    #: whether the block returns a tuple whose first element is the stream, where its forward's return statements
+    #: do not say (``returns_a_tuple`` reads them first, so a release that changes the return moves with it)
     returns_tuple: ClassVar[bool] = False
     #: the standard sublayers a block may lack, in the order the block calls them: a hybrid's blocks have one
     #: mixer or the other (a parallel hybrid's both), an SSM's no MLP
@@ -37,16 +44,16 @@ class Layer(Standard):
 
     def __getattr__(self, name: str) -> Any:
         if name == "self_attn" and "linear_attn" in self.__dict__:
-            raise MissingModule(self.path, name, f"no {name} module on this block")
+            raise MissingModule(self, name, f"no {name} module on this block")
         try:
             found = super().__getattr__(name)
         except AttributeError:
             if name in self.SUBLAYERS:
-                raise MissingModule(self.path, name, f"no {name} module on this block") from None
+                raise MissingModule(self, name, f"no {name} module on this block") from None
             raise
         if found is None and name in self.SUBLAYERS:
             # a block that keeps the mixer it does not run as None (GraniteMoeHybrid's self_attn on a Mamba block)
-            raise MissingModule(self.path, name, f"no {name} module on this block")
+            raise MissingModule(self, name, f"no {name} module on this block")
         return found
 
     @EProperty("input", "The residual stream entering this block")
@@ -105,6 +112,54 @@ class Layer(Standard):
         ``layer_output``, packed the way the block returns it. Call it inside
         a trace, before anything in the block is read.
         """
-        super().skip((hidden, None) if self.returns_tuple else hidden)
+        super().skip((hidden, None) if self.returns_a_tuple() else hidden)
+
+    def returns_a_tuple(self) -> bool:
+        """Whether this block returns a tuple led by the stream: what its forward's return statements say, else ``returns_tuple``."""
+        said = returned_tuple(type(self._module))
+        return self.returns_tuple if said is None else said
 
 
+@lru_cache(maxsize=None)
+def returned_tuple(block: type) -> bool | None:
+    """What ``block.forward``'s return statements say: a tuple (True), a bare tensor (False), or nothing clear (None).
+
+    Read off the installed release's source, so a release that changes what the
+    block returns moves with it (return annotations are no guide: Doge's says a
+    tuple and returns a tensor). ``return (hidden, weights)``, ``return (x,) +
+    rest`` and a name last bound to such a container are tuples; a name last
+    bound to arithmetic (``hidden = residual + hidden``) is a tensor; a call, or
+    returns that disagree, say nothing.
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(block.forward)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    bound: dict[str, ast.expr] = {}
+    kinds = set()
+    for node in sorted(ast.walk(tree), key=lambda node: (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound[node.targets[0].id] = node.value
+        elif isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            if isinstance(value, ast.Name):
+                value = bound.get(value.id)
+            kinds.add(_kind(value))
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _kind(value: ast.expr | None) -> bool | None:
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return True
+    if isinstance(value, ast.BinOp):
+        sides = {_kind(value.left), _kind(value.right)}
+        if True in sides:
+            return True
+        return False if sides <= {False, None} and not _calls(value) else None
+    if isinstance(value, (ast.Name, ast.Subscript)) or value is None:
+        return None
+    return None
+
+
+def _calls(value: ast.expr) -> bool:
+    return any(isinstance(node, ast.Call) for node in ast.walk(value))

@@ -8,6 +8,7 @@ from ..descriptors import EProperty
 from ..layouts import Neurons, Residual
 from .standard import Standard
 
+DENSE = "this block's MLP is dense: it has no experts module, so nothing is routed"
 MIXTURE = (
     "a mixture of experts: each routed expert has its own activation and neurons, so no one "
     "tensor is this block's; the routing values are the Moe component's"
@@ -26,6 +27,8 @@ class Mlp(Standard):
     family aliasing its own spellings (``act``, ``c_proj``, ``fc2`` ...) in
     its ``RENAME``.
     """
+
+    lacks = DENSE
 
     @EProperty("output", "What the MLP adds to the residual stream", select=0)
     def mlp_output(self, value: Tensor) -> Residual:

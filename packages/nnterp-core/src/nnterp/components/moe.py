@@ -9,7 +9,7 @@ from torch import Tensor
 
 from ..descriptors import EProperty, TokenEProperty
 from ..layouts import ExpertIndices, ExpertOutputs, ExpertWeights, Residual, RouterLogits
-from .mlp import Mlp
+from .mlp import DENSE, Mlp
 
 #: the implementations of transformers' experts switch whose forward holds every slot's weighted output
 GROUPED = ("grouped_mm", "batched_mm")
@@ -21,7 +21,6 @@ EXPERTS_FORWARD = "experts_forward_1"
 #: inside the grouped_mm and batched_mm forwards: ``weighted_out.view(tokens, top_k, hidden)``, summed next
 WEIGHTED_SLOTS = f"experts.source.{EXPERTS_FORWARD}.source.weighted_out_view_0"
 
-DENSE = "this block's MLP is dense: it has no experts module, so nothing is routed"
 NO_SHARED = "this mixture has no shared expert: every expert is routed"
 OWN_LOOP = (
     "this family's experts run their own loop over experts (no grouped_mm / batched_mm forward), "
@@ -93,6 +92,8 @@ class Moe(Mlp):
     by the family's scoring: the kit checks it against the weights and
     indices the experts receive.
     """
+
+    lacks = "this block's MLP is a mixture of experts, whose values are its routing's and its experts'"
 
     #: the operation in the router's forward whose output is the logits
     LOGITS: ClassVar[str] = "router.source.F_linear_0"

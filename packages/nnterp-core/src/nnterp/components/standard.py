@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 from nnsight import Envoy
 from nnsight.intervention.source import install_source
 
+from .._spelling import spelled
 from ..descriptors import EProperty, declared_values
+from ..errors import OtherComponent, UnknownValue
 
 
 def first_tensor(value: Any) -> Any:
@@ -35,6 +37,9 @@ class Standard(Envoy):
     """
 
     sourced: ClassVar[bool] = False
+    #: why this kind of component has none of the values other kinds declare (a dense MLP routes nothing):
+    #: the reason ``mlp.router_logits`` raises on a dense block
+    lacks: ClassVar[str] = "this component is of another kind"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -59,7 +64,44 @@ class Standard(Envoy):
         stashed = self.__dict__.pop("_nnterp_error", None)
         if stashed is not None and stashed[0] == name:
             raise stashed[1]
-        return super().__getattr__(name)
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("_"):
+                raise
+            owner = _declared_elsewhere(type(self), name)
+            if owner is not None:
+                hosts = [child for key, child in vars(self).items() if isinstance(child, owner) and not key.startswith("_")]
+                where = f", read it as {spelled(hosts[0], name)}" if hosts else ""
+                raise OtherComponent(self, name, f"{self.lacks}; {name} belongs to {owner.__name__}{where}") from None
+            raise UnknownValue(self, name) from None
+
+
+def _components(base: type = Standard) -> list[type]:
+    """Every component class, base classes first (breadth first from ``Standard``)."""
+    found, queue = [], [base]
+    while queue:
+        cls = queue.pop(0)
+        if cls not in found:
+            found.append(cls)
+            queue.extend(cls.__subclasses__())
+    return found
+
+
+def _served_name(key: str, value: Any) -> bool:
+    """Whether a class attribute is one a user reads off a component: a standard value, or a public method (state_after)."""
+    return value is not None and not key.startswith("_") and (isinstance(value, EProperty) or callable(value) and not isinstance(value, type))
+
+
+def _declared_elsewhere(cls: type, name: str) -> type | None:
+    """The component class (base classes first) declaring the value or method ``name``, when ``cls`` is none of its kind.
+
+    Worked out on each miss, not kept: a table of classes would travel with the
+    components to a remote backend (they are pickled by value there), and with
+    it every class a user or a test ever defined.
+    """
+    owner = next((other for other in _components() if _served_name(name, vars(other).get(name))), None)
+    return owner if owner is not None and not issubclass(cls, owner) else None
 
 
 def blocks_support(blocks: Any, layer: int | None = None) -> dict[str, Any]:

@@ -43,6 +43,8 @@ class RecurrentMixer(Standard):
     the user's choice, as eager attention is.
     """
 
+    lacks = "this block's mixer is recurrent: it has no softmax over keys"
+
     CHUNK_KERNEL: ClassVar[str] = ""
     RECURRENT_KERNEL: ClassVar[str] = ""
     STATE_OP: ClassVar[str | None] = None
