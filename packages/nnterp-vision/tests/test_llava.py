@@ -54,6 +54,12 @@ def test_tree_and_sizes(model):
     assert Vision.image_features.dims == ("image_tokens", "hidden_size")
 
 
+def test_a_tower_block_out_of_range_is_an_index_error_with_the_count(model):
+    assert model.vision.layers[-1] is model.vision.layers[1]
+    with pytest.raises(IndexError, match=r"vision.layers\[2\] is out of range: vision.layers holds 2 blocks"):
+        model.vision.layers[2]
+
+
 def test_image_features_are_the_projection(model):
     with torch.no_grad(), model.trace(PROMPT, images=[image()]):
         mask = model.vision.image_token_mask.save()

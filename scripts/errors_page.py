@@ -1,0 +1,269 @@
+"""Write docs/errors.md: each common mistake, run on a tiny checkpoint, with the message it prints.
+
+    uv run python scripts/errors_page.py [--check]
+
+Every case is a function below; the page shows its body and what running it
+raised, so the messages on the page are the library's own, never typed.
+``--check`` exits non-zero when the committed page is stale instead of writing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import nnterp  # noqa: F401 - before any transformers.models module
+import torch
+from nnterp import Attention, EProperty, StandardizedTransformer
+from nnterp_conformance import tiny_checkpoint
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = ROOT / "docs" / "errors.md"
+
+#: (section, title, what the case shows, the function, a hidden set-up) in page order
+CASES: list[tuple[str, str, str, Callable, Callable | None]] = []
+#: the models the cases run on, loaded once by ``render``
+model: Any = None
+gpt2: Any = None
+cached: Any = None
+
+
+def case(section: str, title: str, note: str = "", setup: Callable | None = None) -> Callable:
+    def register(function: Callable) -> Callable:
+        CASES.append((section, title, note, function, setup))
+        return function
+
+    return register
+
+
+class CachedKeys(Attention):
+    """Keys read where the attention joins them to the cache: a branch a call without a cache does not take."""
+
+    @EProperty("source.past_key_values_update_0.output", "keys joined to the cache", select=0)
+    def cached_keys(self, value):
+        return value
+
+
+@contextlib.contextmanager
+def without_recurrent() -> Iterator[None]:
+    """An environment without nnterp-recurrent: its families' entry points hidden."""
+    from nnterp import registry
+
+    installed = registry.families
+    registry.families = lambda: {name: path for name, path in installed().items() if not path.startswith("nnterp_recurrent")}
+    try:
+        yield
+    finally:
+        registry.families = installed
+
+
+# -- loading ----------------------------------------------------------------------------
+
+
+@case("Loading", "A local path with a typo", "transformers alone calls it a malformed hub id.")
+def missing_directory():
+    StandardizedTransformer("./checkpoints/llama-typo")
+
+
+@case("Loading", "A folder that holds no checkpoint")
+def folder_without_config():
+    os.makedirs("./empty-folder", exist_ok=True)
+    StandardizedTransformer("./empty-folder")
+
+
+@case("Loading", "A family whose package is not installed", "Here nnterp-recurrent's entry points are hidden.", setup=without_recurrent)
+def package_missing():
+    StandardizedTransformer(tiny_checkpoint("mamba"))
+
+
+# -- the order rule ---------------------------------------------------------------------
+
+
+@case("The order rule", "A value read after a later one", "nnsight alone names the native location, `model.model.layers.0.input.i0`.")
+def read_out_of_order():
+    with model.trace("The Eiffel Tower is in"):
+        later = model.layers[1].layer_output.save()
+        earlier = model.layers[0].layer_input.save()
+
+
+@case("The order rule", "A value written after a later one")
+def write_out_of_order():
+    with torch.no_grad(), model.trace("Hello world"):
+        later = model.layers[2].layer_output.save()
+        model.layers[0].mlp.mlp_output = later * 0
+
+
+@case(
+    "The order rule",
+    "A value on a branch this call did not take",
+    "`cached` reads keys where the attention joins them to the cache (`past_key_values.update`); "
+    "a call with `use_cache=False` never runs that line.",
+)
+def never_ran():
+    with torch.no_grad(), cached.trace("Hello world", use_cache=False):
+        keys = cached.layers[0].self_attn.cached_keys.save()
+
+
+@case("The order rule", "A value inside a skipped block")
+def inside_skipped_block():
+    with torch.no_grad(), model.trace("Hello world"):
+        model.layers[1].skip(model.layers[1].layer_input)
+        attention = model.layers[1].self_attn.attention_output.save()
+
+
+# -- names ------------------------------------------------------------------------------
+
+
+@case("Names", "A block index out of range")
+def index_out_of_range():
+    model.layers[99]
+
+
+@case("Names", "A value a dense MLP does not have")
+def router_on_dense():
+    with model.trace("Hello world"):
+        logits = model.layers[0].mlp.router_logits.save()
+
+
+@case("Names", "A sublayer's value asked of the block")
+def value_on_the_block():
+    model.layers[0].attention_output
+
+
+@case("Names", "A misspelled value")
+def misspelled():
+    model.layers[1].layer_outptu
+
+
+@case("Names", "The pattern under sdpa", "Load with `attn_implementation='eager'` to read it.")
+def pattern_under_sdpa():
+    sdpa = StandardizedTransformer(tiny_checkpoint("llama"), attn_implementation="sdpa")
+    with sdpa.trace("Hello world"):
+        pattern = sdpa.layers[0].self_attn.attention_probabilities.save()
+
+
+# -- writes -----------------------------------------------------------------------------
+
+
+@case("Writes", "A tensor of the wrong shape", "Refused at the assignment, before the model runs: torch alone fails inside the forward.")
+def wrong_shape():
+    with torch.no_grad(), model.trace("Hello world"):
+        model.layers[0].layer_output = torch.zeros(1, 3, 7)
+
+
+@case("Writes", "A pattern of the wrong size")
+def wrong_pattern():
+    with torch.no_grad(), model.trace("Hello world"):
+        model.layers[0].self_attn.attention_probabilities = torch.full((1, 4, 2, 2), 0.5)
+
+
+@case("Writes", "A tensor in another dtype")
+def wrong_dtype():
+    with torch.no_grad(), model.trace("Hello world"):
+        model.layers[1].layer_output = torch.zeros(1, 8, 64, dtype=torch.float64)
+
+
+# -- gradients --------------------------------------------------------------------------
+
+
+@case("Gradients", "A gradient read outside `backward()`", "torch alone returns None here.")
+def gradient_outside_backward():
+    with model.trace("Hello world"):
+        gradient = model.layers[1].layer_output.grad.save()
+
+
+# -- prompts ----------------------------------------------------------------------------
+
+
+@case("Prompts", "An empty prompt")
+def empty_prompt():
+    with model.trace(""):
+        output = model.layers[0].layer_output.save()
+
+
+@case("Prompts", "Strings and token ids in one batch")
+def mixed_batch():
+    with model.trace(["Hello world", [1, 2, 3]]):
+        output = model.layers[0].layer_output.save()
+
+
+@case("Prompts", "Token ids outside the vocabulary")
+def ids_outside_vocabulary():
+    with model.trace(torch.tensor([[1, 2, 100000]])):
+        output = model.layers[0].layer_output.save()
+
+
+@case("Prompts", "A prompt longer than a learned position table", "GPT-2 learns its positions (`wpe`); rotary models have no such limit.")
+def too_long():
+    with gpt2.trace(torch.ones(1, gpt2.config.n_positions + 1, dtype=torch.long)):
+        output = gpt2.layers[0].layer_output.save()
+
+
+# -- the page ---------------------------------------------------------------------------
+
+
+def body(function: Callable) -> str:
+    """The function's body as the reader would write it."""
+    lines = inspect.getsource(function).splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith("def "))
+    return textwrap.dedent("\n".join(lines[start + 1 :])).strip()
+
+
+def outcome(function: Callable, setup: Callable | None) -> str:
+    """``ErrorType: message`` for what running ``function`` raised."""
+    with setup() if setup is not None else contextlib.nullcontext():
+        try:
+            function()
+        except Exception as error:  # noqa: BLE001 - what it raised is the point
+            return f"{type(error).__name__}: {error}"
+    raise AssertionError(f"{function.__name__} raised nothing: the page would show a mistake that is not refused")
+
+
+def render() -> str:
+    """The page: every case's code and its message, from running them now."""
+    global model, gpt2, cached
+    model = StandardizedTransformer(tiny_checkpoint("llama"), attn_implementation="eager")
+    gpt2 = StandardizedTransformer(tiny_checkpoint("gpt2"), attn_implementation="eager")
+    cached = StandardizedTransformer(tiny_checkpoint("llama"), attn_implementation="eager", envoys={"layers.*.self_attn": CachedKeys})
+    parts = [
+        "# Common errors",
+        "",
+        "What nnterp says when a trace, a write or a load goes wrong: each case below ran on a tiny",
+        "checkpoint (`model` is the tiny Llama, `gpt2` the tiny GPT-2), and its message is what it printed.",
+        "Errors name standard values as you wrote them (`layers[0].layer_input`), come before the model",
+        "runs wherever the input already says what is wrong, and leave the model and any cache you handed",
+        "the call as they were. This page is generated: `uv run python scripts/errors_page.py`.",
+    ]
+    section = None
+    with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch):
+        for heading, title, note, function, setup in CASES:
+            if heading != section:
+                parts += ["", f"## {heading}"]
+                section = heading
+            parts += ["", f"### {title}", ""]
+            if note:
+                parts += [note, ""]
+            parts += ["```python fragment", body(function), "```", "", "```text", outcome(function, setup), "```"]
+    return "\n".join(parts) + "\n"
+
+
+def main() -> int:
+    text = render()
+    if "--check" in sys.argv:
+        if TARGET.read_text() != text:
+            print(f"{TARGET.relative_to(ROOT)} is stale: run uv run python scripts/errors_page.py")
+            return 1
+        return 0
+    TARGET.write_text(text)
+    print(f"wrote {TARGET.relative_to(ROOT)} ({len(CASES)} cases)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
