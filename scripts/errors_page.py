@@ -23,6 +23,8 @@ import torch
 from nnterp import Attention, EProperty, StandardizedTransformer
 from nnterp_conformance import tiny_checkpoint
 
+from generated import write_or_check
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "docs" / "errors.md"
 
@@ -254,15 +256,7 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv:
-        if TARGET.read_text() != text:
-            print(f"{TARGET.relative_to(ROOT)} is stale: run uv run python scripts/errors_page.py")
-            return 1
-        return 0
-    TARGET.write_text(text)
-    print(f"wrote {TARGET.relative_to(ROOT)} ({len(CASES)} cases)")
-    return 0
+    return write_or_check(TARGET, render(), "errors_page.py")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from generated import write_or_check
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "packages" / "nnterp-core" / "src" / "nnterp" / "_served.py"
 
@@ -48,14 +50,7 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv:
-        if TARGET.read_text() != text:
-            print(f"{TARGET.relative_to(ROOT)} is stale: run uv run python scripts/generate_served.py")
-            return 1
-        return 0
-    TARGET.write_text(text)
-    return 0
+    return write_or_check(TARGET, render(), "generate_served.py")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,14 @@ class EProperty(eproperty):
     stream the forward has bound under two names (the residual and the norm's
     input), so that an assignment, like an in-place edit, reaches both.
 
+    An assignment is checked before it lands (``nnterp._writes``): against the
+    layout on a text block before the model runs, then against the value a read
+    would return at the location; a descriptor that serves a value in another
+    layout than the model holds overrides ``_shown`` (the read's value from the
+    location's) and ``_put`` (the checked value back into the model's layout),
+    never ``__set__``. Reading out of forward order raises ``OutOfOrder`` (or
+    ``NeverRan``) naming the values as the user wrote them.
+
     Reads, assignments and in-place edits all go through the interleaver as
     ``.output`` does. A path through ``source`` is walked before every read
     and write, because an operation inside a called function exists only once

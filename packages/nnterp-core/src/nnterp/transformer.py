@@ -180,7 +180,7 @@ class StandardizedTransformer(TransformersModel):
         if prepare is not None:
             invokes = [prepare(self, inputs, kwargs) for inputs, kwargs in invokes]
         generating = "generate" in (fn if isinstance(fn, str) else getattr(fn, "__name__", ""))
-        prompts = [prompt for inputs, kwargs in invokes for prompt in _prompts_of(inputs, kwargs)]
+        prompts = _prompts_of(invokes)
         invokes = [padded_processor_invoke(self, inputs, kwargs, generating) for inputs, kwargs in invokes]
         # nnsight numbers a left-padded row's tokens from 0; a family whose model
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
@@ -296,12 +296,13 @@ class StandardizedTransformer(TransformersModel):
         return rows
 
 
-
-def _prompts_of(inputs: tuple, kwargs: dict) -> list:
-    """An invoke's prompts as written (for a message naming the one that fails), one a row where they are strings."""
-    prompts = inputs[0] if inputs else kwargs.get("text")
-    if isinstance(prompts, str):
-        return [prompts]
-    if isinstance(prompts, (list, tuple)) and all(isinstance(prompt, str) for prompt in prompts):
-        return list(prompts)
-    return []
+def _prompts_of(invokes: list) -> list[str]:
+    """The batch's prompts as written, one a row, for a message naming the one that fails; empty unless all are strings."""
+    prompts: list[str] = []
+    for inputs, kwargs in invokes:
+        written = inputs[0] if inputs else kwargs.get("text")
+        written = [written] if isinstance(written, str) else written
+        if not isinstance(written, (list, tuple)) or not all(isinstance(prompt, str) for prompt in written):
+            return []
+        prompts.extend(written)
+    return prompts

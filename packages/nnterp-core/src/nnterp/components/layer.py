@@ -149,15 +149,14 @@ def returned_tuple(block: type) -> bool | None:
 
 
 def _kind(value: ast.expr | None) -> bool | None:
+    """A container (True), arithmetic without calls (False), or anything else (None)."""
     if isinstance(value, (ast.Tuple, ast.List)):
         return True
     if isinstance(value, ast.BinOp):
         sides = {_kind(value.left), _kind(value.right)}
         if True in sides:
             return True
-        return False if sides <= {False, None} and not _calls(value) else None
-    if isinstance(value, (ast.Name, ast.Subscript)) or value is None:
-        return None
+        return None if _calls(value) else False
     return None
 
 
