@@ -166,6 +166,30 @@ class Loaded:
             saved.append(self.nnsight.transformer.h[0].output.save())
         return saved
 
+    # every block's layer_output assigned (each write checked against its layout, then against the value it replaces)
+    def nnterp_layer_writes(self) -> Any:
+        with torch.no_grad(), self.nnterp.trace(PROMPTS):
+            for i in range(self.layers):
+                self.nnterp.layers[i].layer_output = self.nnterp.layers[i].layer_output * 1.0
+            logits = self.nnterp.logits.save()
+        return logits
+
+    def nnsight_layer_writes(self) -> Any:
+        with torch.no_grad(), self.nnsight.trace(PROMPTS):
+            for i in range(self.layers):
+                self.nnsight.transformer.h[i].output = self.nnsight.transformer.h[i].output * 1.0
+            logits = self.nnsight.output.logits.save()
+        return logits
+
+    def hooked_layer_writes(self) -> Any:
+        handles = [block.register_forward_hook(lambda _m, _i, out: out * 1.0) for block in self.hf.transformer.h]
+        try:
+            with torch.no_grad():
+                return self.hf(**self.inputs).logits
+        finally:
+            for handle in handles:
+                handle.remove()
+
     # item 3: every block's attention_probabilities
     def nnterp_patterns(self) -> list:
         saved: list = []
@@ -221,6 +245,14 @@ def reads(loaded: Loaded, repeats: int) -> dict[str, dict[str, float]]:
                 "standard names": loaded.nnterp_layer_outputs,
                 "forward hooks (transformers)": loaded.hooked_layer_outputs,
                 "plain forward, nothing read": loaded.plain_forward,
+            },
+            repeats,
+        ),
+        "every block's layer_output assigned": interleaved(
+            {
+                "native nnsight paths": loaded.nnsight_layer_writes,
+                "standard names (each write checked)": loaded.nnterp_layer_writes,
+                "forward hooks returning the value (transformers)": loaded.hooked_layer_writes,
             },
             repeats,
         ),

@@ -55,7 +55,7 @@ def _step(node: Any, chain: list[Any], depth: int) -> tuple[str, int]:
     return best
 
 
-def spelled_cached(envoy: Any, value: str) -> str:
+def spelled_cached(envoy: Any, value: str | None = None) -> str:
     """``spelled(envoy, value)``, worked out once per envoy and value (a read tags its tensor with it)."""
     cache = envoy.__dict__.setdefault("_nnterp_spellings", {})
     text = cache.get(value)

@@ -16,9 +16,9 @@ class Unavailable(RuntimeError):
 
     def __init__(self, where: Any, name: str, reason: str) -> None:
         if not isinstance(where, str):
-            from ._spelling import spelled  # an envoy: named as the user reaches it, layers[0].mlp
+            from ._spelling import spelled_cached  # an envoy: named as the user reaches it, layers[0].mlp
 
-            where = spelled(where)
+            where = spelled_cached(where)
         self.where = where
         self.name = name
         self.reason = reason

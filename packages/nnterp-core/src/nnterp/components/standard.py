@@ -41,6 +41,11 @@ class Standard(Envoy):
     #: the reason ``mlp.router_logits`` raises on a dense block
     lacks: ClassVar[str] = "this component is of another kind"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # explicit: a class rebuilt by value on a remote backend runs this before its __class__ cell exists
+        super(Standard, cls).__init_subclass__(**kwargs)
+        VALUE_NAMES.update(key for key, value in vars(cls).items() if _served_name(key, value))
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.sourced:
@@ -69,12 +74,17 @@ class Standard(Envoy):
         except AttributeError:
             if name.startswith("_"):
                 raise
-            owner = _declared_elsewhere(type(self), name)
+            owner = _declared_elsewhere(type(self), name) if name in VALUE_NAMES else None
             if owner is not None:
                 hosts = [child for key, child in vars(self).items() if isinstance(child, owner) and not key.startswith("_")]
                 where = f", read it as {spelled(hosts[0], name)}" if hosts else ""
                 raise OtherComponent(self, name, f"{self.lacks}; {name} belongs to {owner.__name__}{where}") from None
             raise UnknownValue(self, name) from None
+
+
+#: the name of every value and method some component declares: names only, so a miss on any other name (a
+#: hasattr probe for a module) costs one set lookup, and nothing here holds a class
+VALUE_NAMES: set[str] = set()
 
 
 def _components(base: type = Standard) -> list[type]:
