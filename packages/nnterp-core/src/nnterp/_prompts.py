@@ -41,20 +41,21 @@ def check_tokens(model: Any, args: tuple, kwargs: dict, prompts: list) -> None:
         return
     ids = ids if ids.ndim > 1 else ids.unsqueeze(0)
     mask = kwargs.get("attention_mask")
-    counts = mask.sum(-1) if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else torch.full((ids.shape[0],), ids.shape[-1])
-    for row, count in enumerate(counts.tolist()):
-        if count == 0:
-            prompt = f" ({prompts[row]!r})" if row < len(prompts) else ""
-            raise InvalidPrompt(
-                f"prompt {row} of the batch{prompt} has no tokens, so the model has nothing to run on; "
-                "give at least one token (the tokenizer adds none to an empty string here)"
-            )
+    mask = mask if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
+    if ids.shape[-1] == 0 or (mask is not None and not mask.any(-1).all()):
+        row = 0 if ids.shape[-1] == 0 else int((~mask.any(-1)).nonzero()[0])
+        prompt = f" ({prompts[row]!r})" if row < len(prompts) else ""
+        raise InvalidPrompt(
+            f"prompt {row} of the batch{prompt} has no tokens, so the model has nothing to run on; "
+            "give at least one token (the tokenizer adds none to an empty string here)"
+        )
     rows = vocabulary_rows(model)
-    if rows is not None:
-        kept = mask.bool() if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else torch.ones_like(ids, dtype=torch.bool)
-        outside = kept & ((ids < 0) | (ids >= rows))
-        if outside.any():
-            outside &= ~torch.isin(ids, torch.tensor(special_ids(model), dtype=ids.dtype))
+    # the common case in one reduction each: every id inside the table
+    if rows is not None and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= rows):
+        outside = (ids < 0) | (ids >= rows)
+        if mask is not None:
+            outside &= mask.bool()
+        outside &= ~torch.isin(ids, torch.tensor(special_ids(model), dtype=ids.dtype))
         if outside.any():
             row, position = (int(index) for index in outside.nonzero()[0])
             raise InvalidPrompt(

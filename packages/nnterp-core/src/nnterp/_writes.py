@@ -103,19 +103,39 @@ def _sizes_wrong(wrong: list) -> str:
     return ", ".join(f"{axis} is {got}, not {want}" for axis, want, got in wrong)
 
 
+def _static_sizes(prop: Any, envoy: Any) -> tuple | None:
+    """The layout's sizes that do not depend on the input, on a text block; None elsewhere. Kept per envoy and value.
+
+    An input axis stays None here and is filled from the call; the model's own
+    sizes (``hidden_size``, ``num_kv_heads`` ...) are read once.
+    """
+    cache = envoy.__dict__.setdefault("_nnterp_sizes", {})
+    if prop.name not in cache:
+        layout = prop.layout
+        known = layout is not None and in_text_blocks(envoy)
+        cache[prop.name] = layouts.expected_shape(envoy, layout, None) if known else None
+    return cache[prop.name]
+
+
 def check_before(prop: Any, envoy: Any, value: Any, mediator: Any) -> None:
     """Refuse ``value`` for ``prop`` on ``envoy`` where its layout already says it cannot fit.
 
     Only on the text blocks, whose values the kit proves are laid out as their
     layouts say; elsewhere ``check_against`` alone decides, at the location.
     """
-    layout = prop.layout
-    if layout is None or not isinstance(value, torch.Tensor) or not in_text_blocks(envoy):
+    static = _static_sizes(prop, envoy) if isinstance(value, torch.Tensor) else None
+    if static is None:
         return
-    expected = layouts.expected_shape(envoy, layout, call_tokens(envoy, mediator))
+    layout = prop.layout
+    axes = layouts.dims(layout)
+    tokens = call_tokens(envoy, mediator)
+    expected = tuple(
+        tokens[layouts.INPUT_AXES[axis]] if axis in layouts.INPUT_AXES and tokens is not None else size
+        for axis, size in zip(axes, static)
+    )
     if value.ndim != len(expected):
         raise _fail(prop, envoy, value, expected, f"{value.ndim} axes where the layout has {len(expected)}", "Give one size per axis, in that order.")
-    wrong = [(axis, want, got) for axis, want, got in zip(layouts.dims(layout), expected, value.shape) if want is not None and want != got]
+    wrong = [(axis, want, got) for axis, want, got in zip(axes, expected, value.shape) if want is not None and want != got]
     if wrong:
         raise _fail(prop, envoy, value, expected, _sizes_wrong(wrong), f"Give {', '.join(f'{axis}={want}' for axis, want, _ in wrong)}.")
     floating = _floating(layout)

@@ -92,7 +92,7 @@ class EProperty(eproperty):
     def __reduce__(self) -> tuple:
         # A property subclass has no pickle support of its own, and a family's
         # classes travel by value to a remote backend that does not have them.
-        return (_rebuilt, (type(self), self.__dict__.copy()))
+        return (_rebuilt, (type(self), {key: value for key, value in self.__dict__.items() if key != "_layout_cache"}))
 
     def at(self, key: str | Callable[[Any], str] | None = None, **changes: Any) -> "EProperty":
         """This value, read at another path (or with another ``unavailable``, ``select``...): how a family moves one.
@@ -150,7 +150,15 @@ class EProperty(eproperty):
 
         Read off the return annotation of the function that defines the value;
         a value redefined without one (``unavailable(...)``) keeps its base's.
+        Worked out once per defining function and owner (every checked write asks).
         """
+        key = (self._preprocess, self.owner)
+        cached = self.__dict__.get("_layout_cache")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_layout_cache"] = (key, self._read_layout())
+        return cached[1]
+
+    def _read_layout(self) -> Any:
         if self._preprocess is not None:
             hint = typing.get_type_hints(self._preprocess).get("return", Any)
             # a value that may be None (a state before any call) has its tensor's layout
