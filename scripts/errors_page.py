@@ -54,15 +54,21 @@ class CachedKeys(Attention):
 
 @contextlib.contextmanager
 def without_recurrent() -> Iterator[None]:
-    """An environment without nnterp-recurrent: its families' entry points hidden."""
+    """An environment without nnterp-recurrent: its families' model types hidden from the registry."""
+    import dataclasses
+
     from nnterp import registry
 
-    installed = registry.families
-    registry.families = lambda: {name: path for name, path in installed().items() if not path.startswith("nnterp_recurrent")}
+    installed = registry.catalog
+    index = installed()
+    # the model types no longer resolve; the tiny checkpoint (written by the kit, which has them all) still does
+    recurrent = {name for name, module in index.modules.items() if module.startswith("nnterp_recurrent")}
+    hidden = dataclasses.replace(index, model_types={model_type: name for model_type, name in index.model_types.items() if name not in recurrent})
+    registry.catalog = lambda: hidden
     try:
         yield
     finally:
-        registry.families = installed
+        registry.catalog = installed
 
 
 # -- loading ----------------------------------------------------------------------------

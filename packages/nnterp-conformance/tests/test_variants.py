@@ -10,12 +10,13 @@ class Swapped(Attention):
 
 
 def test_a_variant_swaps_only_the_named_components():
-    variant = with_envoys(default, {"layers.*.self_attn": Swapped})
-    assert variant.RENAME is default.RENAME
-    assert variant.ENVOYS["layers.*.self_attn"] is Swapped
-    assert variant.ENVOYS["layers.*"] is Layer
-    assert default.ENVOYS["layers.*.self_attn"] is Attention  # the family itself is untouched
-    assert variant.__name__ == "broken_default"
+    variant = with_envoys(default.FAMILY, {"layers.*.self_attn": Swapped})
+    assert variant.rename is default.FAMILY.rename
+    assert variant.tiny is default.FAMILY.tiny
+    assert variant.envoys["layers.*.self_attn"] is Swapped
+    assert variant.envoys["layers.*"] is Layer
+    assert default.FAMILY.envoys["layers.*.self_attn"] is Attention  # the family itself is untouched
+    assert variant.name == "broken_default"
 
 
 class PacksTheOtherWay(Layer):
@@ -31,5 +32,5 @@ def test_a_skip_packed_the_other_way_fails_the_skip_check_by_name(tiny_model):
     from nnterp_conformance.variants import assert_breaks
 
     model = tiny_model("llama")
-    broken = StandardizedTransformer(tiny_checkpoint("llama"), attn_implementation="eager", family=with_envoys(default, {"layers.*": PacksTheOtherWay}))
+    broken = StandardizedTransformer(tiny_checkpoint("llama"), attn_implementation="eager", family=with_envoys(default.FAMILY, {"layers.*": PacksTheOtherWay}))
     assert_breaks("skip_hands_on_hidden", model, broken, "returns a bare tensor, but skip packs its replacement as a tuple")

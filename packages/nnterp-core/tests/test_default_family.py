@@ -3,6 +3,7 @@
 import pytest
 import torch
 from nnterp import Unavailable
+from nnterp.families import default
 from nnterp_conformance.runner import run
 
 DEFAULT_TYPES = ["llama", "mistral", "qwen2", "qwen3"]
@@ -12,7 +13,7 @@ PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 @pytest.mark.parametrize("name", DEFAULT_TYPES)
 def test_default_family_passes_every_check(tiny_model, name):
     model = tiny_model(name)
-    assert model.family.__name__ == "nnterp.families.default"
+    assert model.family is default.FAMILY
     verdicts = run(model, PROMPTS)
     failed = [str(verdict) for verdict in verdicts if verdict.status != "pass"]
     assert not failed, "\n".join(failed)
@@ -67,7 +68,7 @@ def test_a_sharded_load_keeps_nnsights_tensor_parallel_envoys():
 
     from transformers.distributed import DistributedConfig
 
-    sharded = with_tensor_parallel(dict(default.ENVOYS), "some/model", {"distributed_config": DistributedConfig(tp_size=2)})
+    sharded = with_tensor_parallel(dict(default.FAMILY.envoys), "some/model", {"distributed_config": DistributedConfig(tp_size=2)})
     assert sharded[torch.nn.Linear] is TPEnvoy and sharded[torch.nn.Embedding] is TPEnvoy
-    assert all(sharded[key] is value for key, value in default.ENVOYS.items())
-    assert with_tensor_parallel(dict(default.ENVOYS), "some/model", {}) == default.ENVOYS
+    assert all(sharded[key] is value for key, value in default.FAMILY.envoys.items())
+    assert with_tensor_parallel(dict(default.FAMILY.envoys), "some/model", {}) == default.FAMILY.envoys

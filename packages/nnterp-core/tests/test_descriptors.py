@@ -49,7 +49,7 @@ def probe(tiny_model):
     from nnterp.families import default
 
     return StandardizedTransformer(
-        tiny_checkpoint("llama"), attn_implementation="eager", envoys={**default.ENVOYS, "layers.*": Probe}
+        tiny_checkpoint("llama"), attn_implementation="eager", envoys={**default.FAMILY.envoys, "layers.*": Probe}
     )
 
 

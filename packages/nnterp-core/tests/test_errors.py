@@ -100,7 +100,7 @@ def test_a_family_in_a_package_not_installed_names_the_package(monkeypatch):
     from nnterp import registry
 
     path = tiny_checkpoint("mamba")
-    monkeypatch.setattr(registry, "families", lambda: {})
+    monkeypatch.setattr(registry, "catalog", lambda: registry.Catalog(modules={}, model_types={}))
     with pytest.raises(FamilyNotFound, match=r"nnterp-recurrent package, which is not installed; install it"):
         StandardizedTransformer(path)
 
@@ -411,4 +411,4 @@ def test_what_block_forwards_return_is_read_off_their_source():
     for (module, name), returns in expected.items():
         block = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), name)
         assert returned_tuple(block) is returns, name
-    assert default.ENVOYS["layers.*"] is Layer
+    assert default.FAMILY.envoys["layers.*"] is Layer

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_a_type_served_by_a_missing_package_names_the_package(monkeypatch):
     from nnterp import registry
 
-    monkeypatch.setattr(registry, "families", lambda: {})
+    monkeypatch.setattr(registry, "catalog", lambda: registry.Catalog(modules={}, model_types={}))
     with pytest.raises(FamilyNotFound, match="served by the nnterp-text package"):
         family_for("gpt2")
 
@@ -32,8 +32,8 @@ def test_unknown_family_fails_before_anything_loads(tmp_path):
         StandardizedTransformer(tmp_path)
 
 
-def test_the_served_table_is_generated_from_the_entry_points():
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate_served.py"), "--check"], capture_output=True, text=True)
+def test_the_catalogs_and_the_served_table_are_generated_from_the_families():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "catalogs.py"), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

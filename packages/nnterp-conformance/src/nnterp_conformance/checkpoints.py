@@ -44,20 +44,16 @@ def cache_root() -> Path:
 
 def spec(name: str) -> Any:
     """The ``TinyConfig`` registered under ``name`` (entry-point group ``nnterp.checkpoints``)."""
-    from nnterp.registry import checkpoints
+    from nnterp.registry import checkpoint
 
-    entries = checkpoints()
-    if name not in entries:
-        known = ", ".join(sorted(entries)) or "(none: is a family package installed?)"
-        raise LookupError(f"no tiny checkpoint is registered as {name!r}; registered: {known}")
-    return entries[name]
+    return checkpoint(name)
 
 
 def names() -> list[str]:
     """Every registered tiny checkpoint's name, sorted."""
-    from nnterp.registry import checkpoints
+    from nnterp.registry import checkpoint_names
 
-    return sorted(checkpoints())
+    return checkpoint_names()
 
 
 def _digest(tiny: Any) -> str:

@@ -27,6 +27,8 @@ def support_lines(support: dict[str, Any]) -> list[str]:
 
 
 def check_command(arguments: argparse.Namespace) -> int:
+    from nnterp.registry import family_module
+
     from .runner import load, run
 
     kwargs = {} if arguments.attn_implementation is None else {"attn_implementation": arguments.attn_implementation}
@@ -38,13 +40,13 @@ def check_command(arguments: argparse.Namespace) -> int:
         record = {
             "checkpoint": str(arguments.checkpoint),
             "model_type": model._module.config.model_type,
-            "family": model.family.__name__,
+            "family": family_module(model.family),
             "support": {name: _jsonable(reasons) for name, reasons in support.items()},
             "checks": {verdict.name: {"status": verdict.status, "detail": verdict.detail} for verdict in verdicts},
         }
         print(json.dumps(record, indent=2))
     else:
-        print(f"{arguments.checkpoint}: {model._module.config.model_type}, family {model.family.__name__}")
+        print(f"{arguments.checkpoint}: {model._module.config.model_type}, family {family_module(model.family)}")
         print("values:")
         print("\n".join(support_lines(support)))
         print("checks:")

@@ -56,12 +56,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def family_of(checkpoint: str) -> str | None:
     """The short name of the family serving a registered checkpoint, read from the entry points (nothing loads)."""
-    from nnterp.registry import families
+    from nnterp.registry import checkpoint_family
 
-    from .checkpoints import spec
-
-    path = families().get(spec(checkpoint).model_type)
-    return None if path is None else path.rsplit(".", 1)[-1]
+    return checkpoint_family(checkpoint)
 
 
 def in_shard(checkpoint: str, shard: str) -> bool:

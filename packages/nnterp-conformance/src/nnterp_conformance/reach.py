@@ -21,9 +21,9 @@ OWN_RECURRENCE = (
 )
 QSA = "does not build tiny: its QSA indexer divides token_budget by compress_ratio, which the config leaves None"
 VISION = "a vision-language wrapper: nnterp-vision's issue (its text model is served where it has a type of its own)"
-POST_LN_ENCODER = (
-    "a BERT-style post-LN encoder used as a decoder: the residual is added and normalized inside its "
-    "submodules, so no sublayer adds to a stream; not mapped yet"
+XLNET = (
+    "a post-LN block with relative-position attention of its own (rel_attn_core: content, position and segment "
+    "scores, two streams when a target mapping is given, memories carried across calls), which no family maps yet"
 )
 MULTI_STREAM = "a multi-stream residual (hyper-connections): the stream is [batch, seq, streams, hidden], not one tensor"
 ASSISTANT = (
@@ -39,11 +39,7 @@ KINDS = {
     OWN_RECURRENCE: ("minimax", "recurrent_gemma", "rwkv", "xlstm"),
     QSA: ("qwen4_exp", "qwen4_exp_text"),
     VISION: ("fuyu", "gemma3n", "mllama", "dots3_note"),
-    POST_LN_ENCODER: (
-        "bert", "bert-generation", "big_bird", "camembert", "data2vec-text", "electra", "ernie",
-        "megatron-bert", "rembert", "roberta", "roberta-prelayernorm", "roc_bert", "roformer", "xlm-roberta",
-        "xlm-roberta-xl", "xlnet", "xmod",
-    ),
+    XLNET: ("xlnet",),
     MULTI_STREAM: ("deepseek_v4", "hy_v4"),
     ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
 }

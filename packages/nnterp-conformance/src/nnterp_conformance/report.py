@@ -72,6 +72,8 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
     verdicts = run(model)
     checks = {verdict.name: verdict.status for verdict in verdicts}
     failed = [verdict.name for verdict in verdicts if verdict.status == FAIL]
+    from nnterp.registry import family_module
+
     from .checkpoints import names, spec
 
     # the model type the checkpoint was written for (a model may save itself under another: emu3)
@@ -79,7 +81,7 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "model_type": model_type,
         "checkpoint": checkpoint,
-        "family": model.family.__name__,
+        "family": family_module(model.family),
         "status": FAIL if failed else PASS,
         "checks": checks,
         "unavailable": unavailable_reasons(model),

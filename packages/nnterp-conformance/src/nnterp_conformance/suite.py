@@ -25,16 +25,42 @@ from .runner import PROMPTS
 from .strategies import cases
 
 
+def declared_skip(checkpoint: str, check: str) -> str | None:
+    """Why the family of a registered checkpoint says ``check`` skips there (a fragment of the reason); None where it does not.
+
+    A checkpoint given by path belongs to no family's ``tiny``: its skips are not held to a declaration.
+    """
+    from nnterp.registry import catalog, checkpoint_family, family_named
+
+    if checkpoint not in catalog().checkpoints:
+        return None
+    return family_named(checkpoint_family(checkpoint)).skips.get(checkpoint, {}).get(check)
+
+
 class BaseConformance:
-    """One test per (checkpoint, check): the check's verdict on fixed prompts, then on drawn cases."""
+    """One test per (checkpoint, check): the check's verdict on fixed prompts, then on drawn cases.
+
+    A registered checkpoint's skips are held to its family's ``skips``: each
+    skip must be declared there (with a fragment of its reason), and a declared
+    skip that passes fails, so the declaration moves with the model.
+    """
 
     def test_check(self, nnterp_model: Any, nnterp_checkpoint: str, nnterp_check: str, nnterp_profile: settings) -> None:
         if not CHECKS[nnterp_check].applies_to(nnterp_model):
             pytest.skip(f"{nnterp_check} does not apply to {nnterp_checkpoint} (a {CHECKS[nnterp_check].kind} check)")
         first = verdict(nnterp_check, nnterp_model, PROMPTS)
+        declared = declared_skip(nnterp_checkpoint, nnterp_check)
         if first.status == "skip":
+            assert declared is not None, (
+                f"{nnterp_checkpoint}: {nnterp_check} skipped ({first.detail}), and its family declares no such skip: "
+                "make the value available, or add the check to the family's skips for this checkpoint with why"
+            )
+            assert declared in first.detail, f"{nnterp_checkpoint}: {nnterp_check} skipped for {first.detail!r}, its family says for {declared!r}"
             pytest.skip(first.detail)
         assert first.status == "pass", f"{nnterp_checkpoint}: {first.detail}"
+        assert declared is None, (
+            f"{nnterp_checkpoint}: {nnterp_check} passes, yet its family declares it skips ({declared!r}): remove it from skips"
+        )
 
         @nnterp_profile
         @given(case=cases())

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import types
+import dataclasses
 from typing import Any
 
 
-def with_envoys(family: types.ModuleType, envoys: dict[Any, type], name: str | None = None) -> types.ModuleType:
-    """A copy of ``family`` (its names, task, hooks) whose ``ENVOYS`` map the keys of ``envoys`` to other components.
+def with_envoys(family: Any, envoys: dict[Any, type], name: str | None = None) -> Any:
+    """A copy of ``family`` (its names, task, hooks) whose ``envoys`` map the keys of ``envoys`` to other components.
 
-    Every public attribute is kept (``RENAME``, ``TASK``, ``project_on_vocab``,
+    Every other field is kept (``rename``, ``task``, ``project_on_vocab``,
     ``prepare_invoke`` ...), so the variant loads exactly as the family does
-    except where ``envoys`` says::
+    except where ``envoys`` says; ``family`` is a ``Family`` or a family module::
 
-        broken = with_envoys(llava, {CLIPAttention: WrongContribution})
+        broken = with_envoys(llava.FAMILY, {CLIPAttention: WrongContribution})
         model = StandardizedTransformer(tiny_checkpoint("llava"), family=broken)
     """
-    variant = types.ModuleType(name or f"broken_{family.__name__.rsplit('.', 1)[-1]}")
-    variant.__dict__.update({key: value for key, value in vars(family).items() if not key.startswith("_")})
-    variant.ENVOYS = {**envoys, **{key: value for key, value in family.ENVOYS.items() if key not in envoys}}
+    from nnterp.family import as_family
+
+    family = as_family(family)
+    variant = dataclasses.replace(
+        family,
+        name=name or f"broken_{family.name}",
+        envoys={**envoys, **{key: value for key, value in family.envoys.items() if key not in envoys}},
+    )
     return variant
 
 

@@ -9,7 +9,15 @@ from .components import INTERFACE as INTERFACE
 from .components import INTERIOR as INTERIOR
 from .components import Attention as Attention
 from .components import GatedAttention as GatedAttention
+from .components import GatedSharedMoe as GatedSharedMoe
+from .components import Glm4Attention as Glm4Attention
+from .components import Glm4Mlp as Glm4Mlp
+from .components import GraniteAttention as GraniteAttention
+from .components import GraniteMlp as GraniteMlp
+from .components import GraniteMoe as GraniteMoe
+from .components import GraniteMoeShared as GraniteMoeShared
 from .components import Layer as Layer
+from .components import MixtralMoe as MixtralMoe
 from .components import Mlp as Mlp
 from .components import Moe as Moe
 from .components import ParallelLayer as ParallelLayer
@@ -17,7 +25,10 @@ from .components import PostNormAttention as PostNormAttention
 from .components import PostNormLayer as PostNormLayer
 from .components import PostNormMlp as PostNormMlp
 from .components import SandwichLayer as SandwichLayer
+from .components import SharedMlpLayer as SharedMlpLayer
+from .components import SigmoidMoe as SigmoidMoe
 from .components import Standard as Standard
+from .components import TopKFirstMoe as TopKFirstMoe
 from .components import blocks_support as blocks_support
 from .components import each_interior as each_interior
 from .components import first_tensor as first_tensor
@@ -26,6 +37,7 @@ from .components import mixture_reason as mixture_reason
 from .components import needs_eager as needs_eager
 from .components import needs_grouped_experts as needs_grouped_experts
 from .components import no_shared_expert as no_shared_expert
+from .components import residual_multiplier as residual_multiplier
 from .components import rewrap as rewrap
 from .components import seq_first as seq_first
 from .descriptors import DerivedEProperty as DerivedEProperty
@@ -45,6 +57,7 @@ from .errors import SourceNotAvailable as SourceNotAvailable
 from .errors import Unavailable as Unavailable
 from .errors import UnknownValue as UnknownValue
 from .errors import WriteMismatch as WriteMismatch
+from .family import Family as Family
 from .layouts import ExpertIndices as ExpertIndices
 from .layouts import ExpertOutputs as ExpertOutputs
 from .layouts import ExpertWeights as ExpertWeights

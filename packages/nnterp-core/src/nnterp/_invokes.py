@@ -51,18 +51,7 @@ def in_model_dtype(model: Any, kwargs: dict) -> dict:
     }
 
 
-def forget_last_prompt(model: Any, kwargs: dict) -> None:
-    """Before a call that starts without a cache, drop what a wrapper kept of the last prompt (Qwen-VL's ``rope_deltas``).
-
-    The Qwen-VL family computes its 3D rotary offsets at an image prompt and
-    keeps them on the module for the decode steps that follow; a text-only
-    prompt does not replace them, so a call continuing it over its cache
-    would take the offsets of an earlier image (of another batch size, even).
-    A call with no cache to continue starts afresh.
-    """
+def continues_a_cache(kwargs: dict) -> bool:
+    """Whether a call continues a cache that already holds tokens (a decode step), rather than starting afresh."""
     cache = kwargs.get("past_key_values")
-    if cache is not None and getattr(cache, "get_seq_length", lambda: 0)() > 0:
-        return
-    for module in model._module.modules():
-        if getattr(module, "rope_deltas", None) is not None:
-            module.rope_deltas = None
+    return cache is not None and getattr(cache, "get_seq_length", lambda: 0)() > 0

@@ -3,7 +3,7 @@
 Errors name what the user wrote. nnsight's locations are native module paths
 (``model.model.layers.1.self_attn.source.attention_interface_1...``); the
 spelling here walks the same envoy from the root through the standard names a
-family's ``RENAME`` binds, so a message reads in the vocabulary of the trace
+family's ``rename`` binds, so a message reads in the vocabulary of the trace
 that raised it.
 """
 

@@ -1,63 +1,102 @@
-"""Where families and their tiny checkpoints are found: entry points, keyed by model type.
+"""Where families are found: one ``nnterp.families`` entry point per package.
 
-A family package lists, under the ``nnterp.families`` group, one entry per
-model type it serves, naming the family module (``gpt2 = "pkg.families.gpt2"``),
-or one entry naming a table of them (``pkg = "pkg.families:SERVED"``, a dict
-from model type to module path); and under ``nnterp.checkpoints`` one entry per
-tiny checkpoint naming a ``TinyConfig``, or one naming a dict of them. A family
-written in a user's own package registers the same way and is found exactly
-like ours.
+A package's entry names either its ``Catalog`` (a generated index of its
+families, so that finding one imports that family alone) or one ``Family``
+(a third party's single family)::
+
+    [project.entry-points."nnterp.families"]
+    nnterp-text = "nnterp_text.catalog:CATALOG"
+    nnterp_toy = "nnterp_toy.families.toy:FAMILY"
+
+A family written in a user's own package registers the same way and is found
+exactly like ours; its tiny checkpoints come with it (``Family.tiny``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib.metadata import entry_points
-from types import ModuleType
 from typing import Any
 
 from ._served import SERVED_BY
 from .errors import FamilyNotFound
+from .family import Family, family_of_module
 
 FAMILIES = "nnterp.families"
-CHECKPOINTS = "nnterp.checkpoints"
 
 
-@lru_cache(maxsize=None)
-def families() -> dict[str, str]:
-    """The module path of every installed family, by the model type it serves."""
-    found: dict[str, str] = {}
-    for entry in entry_points(group=FAMILIES):
-        if entry.attr:
-            found.update(entry.load())
-        else:
-            found[entry.name] = entry.value
-    return found
+@dataclasses.dataclass(frozen=True)
+class Catalog:
+    """A package's families, indexed so that nothing is imported until one is asked for.
 
-
-@lru_cache(maxsize=None)
-def checkpoints() -> dict[str, Any]:
-    """Every installed tiny checkpoint's ``TinyConfig``, by checkpoint name.
-
-    Loading an entry imports the module it names, so keep checkpoint tables in
-    light modules (``TinyConfig`` only, no ``transformers.models`` import).
+    Generated from the families themselves by ``scripts/catalogs.py`` (a test
+    checks it is current); never written by hand.
     """
-    found: dict[str, Any] = {}
-    for entry in entry_points(group=CHECKPOINTS):
+
+    #: family name -> the module defining its ``FAMILY``
+    modules: Mapping[str, str]
+    #: model type -> family name
+    model_types: Mapping[str, str]
+    #: transformers model class name -> family name
+    model_classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: tiny checkpoint name -> (family name, the checkpoint's model type)
+    checkpoints: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, families: list[Family], modules: Mapping[str, str]) -> Catalog:
+        """The catalog of ``families``, each defined in ``modules[family.name]``."""
+        return cls(
+            modules={family.name: modules[family.name] for family in families},
+            model_types={model_type: family.name for family in families for model_type in family.model_types},
+            model_classes={name: family.name for family in families for name in family.model_classes},
+            checkpoints={name: (family.name, tiny.model_type) for family in families for name, tiny in family.tiny.items()},
+        )
+
+
+@lru_cache(maxsize=None)
+def catalog() -> Catalog:
+    """Every installed package's families in one index (an entry naming a single ``Family`` loads it here)."""
+    merged: dict[str, dict] = {field.name: {} for field in dataclasses.fields(Catalog)}
+    for entry in entry_points(group=FAMILIES):
         loaded = entry.load()
-        if isinstance(loaded, dict):
-            found.update(loaded)
-        else:
-            found[entry.name] = loaded
-    return found
+        if isinstance(loaded, Family):
+            loaded = Catalog.of([loaded], {loaded.name: entry.module})
+        if not isinstance(loaded, Catalog):
+            raise TypeError(
+                f"the {FAMILIES!r} entry point {entry.name!r} names {entry.value!r}, which is neither an nnterp Family "
+                "nor a Catalog; name the module's FAMILY (pkg.families.mine:FAMILY)"
+            )
+        for name, table in merged.items():
+            table.update(getattr(loaded, name))
+    return Catalog(**merged)
 
 
-def family_for(model_type: str) -> ModuleType:
-    """The family module serving ``model_type``; a clear error naming what to install when none does."""
-    path = families().get(model_type)
-    if path is not None:
-        return importlib.import_module(path)
+def families() -> dict[str, str]:
+    """The module defining the family of every installed model type, by model type (nothing is imported)."""
+    index = catalog()
+    return {model_type: index.modules[name] for model_type, name in index.model_types.items()}
+
+
+@lru_cache(maxsize=None)
+def family_named(name: str) -> Family:
+    """The installed family called ``name``."""
+    module = catalog().modules.get(name)
+    if module is None:
+        raise FamilyNotFound(f"no installed family is called {name!r}; installed: {', '.join(sorted(catalog().modules))}")
+    family = family_of_module(importlib.import_module(module))
+    if family.name != name:
+        raise TypeError(f"{module} defines the family {family.name!r}, and its catalog calls it {name!r}: regenerate the catalog (scripts/catalogs.py)")
+    return family
+
+
+def family_for(model_type: str) -> Family:
+    """The family serving ``model_type``; a clear error naming what to install when none does."""
+    name = catalog().model_types.get(model_type)
+    if name is not None:
+        return family_named(name)
     package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
     if package is not None:
         raise FamilyNotFound(
@@ -67,10 +106,43 @@ def family_for(model_type: str) -> ModuleType:
     raise FamilyNotFound(
         f"no nnterp family exists yet for model type {model_type!r}; write one "
         f"(docs/adding-a-family.md) and register it under the {FAMILIES!r} entry-point group, "
-        "or pass family= (a family module) to StandardizedTransformer"
+        "or pass family= (an nnterp Family) to StandardizedTransformer"
     )
 
 
-def family_name(module: ModuleType) -> str:
-    """A family module's short name: ``gpt2`` for ``nnterp_text.families.gpt2``."""
-    return module.__name__.rsplit(".", 1)[-1]
+def checkpoint_names() -> list[str]:
+    """Every installed tiny checkpoint's name, sorted (nothing is imported)."""
+    return sorted(catalog().checkpoints)
+
+
+def checkpoint_family(name: str) -> str:
+    """The name of the family a registered tiny checkpoint belongs to (nothing is imported)."""
+    return _checkpoint_entry(name)[0]
+
+
+def checkpoint(name: str) -> Any:
+    """The ``TinyConfig`` registered as ``name``: its family's, which this imports."""
+    return family_named(_checkpoint_entry(name)[0]).tiny[name]
+
+
+def checkpoint_model_type(name: str) -> str:
+    """The model type of a registered tiny checkpoint (nothing is imported)."""
+    return _checkpoint_entry(name)[1]
+
+
+def checkpoints() -> dict[str, Any]:
+    """Every installed tiny checkpoint's ``TinyConfig``, by name: this imports every family."""
+    return {name: checkpoint(name) for name in checkpoint_names()}
+
+
+def _checkpoint_entry(name: str) -> tuple[str, str]:
+    entry = catalog().checkpoints.get(name)
+    if entry is None:
+        known = ", ".join(checkpoint_names()) or "(none: is a family package installed?)"
+        raise LookupError(f"no tiny checkpoint is registered as {name!r}; registered: {known}")
+    return entry
+
+
+def family_module(family: Family) -> str:
+    """Where ``family`` is defined, as reports name it (``nnterp_text.families.bert``); its name where no catalog holds it."""
+    return catalog().modules.get(family.name, family.name)

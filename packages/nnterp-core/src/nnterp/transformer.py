@@ -8,14 +8,13 @@ from types import ModuleType
 from typing import Any
 
 import torch
-from nnsight.intervention.source import install_source
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
 from ._aliasing import spellings_kept
 from ._cache import restore, snapshot
 from ._gradients import guarded
-from ._invokes import forget_last_prompt, in_model_dtype, padded_processor_invoke
+from ._invokes import continues_a_cache, in_model_dtype, padded_processor_invoke
 from ._loading import check_checkpoint
 from ._prompts import check_invokes, check_tokens
 from ._writes import Call
@@ -25,15 +24,10 @@ from .descriptors import EProperty, declared_values
 from .layouts import Logits
 from .logits import unembed
 from .errors import FamilyMismatch
+from .family import Family, as_family
 from .registry import family_for
 
-#: the modules every family names at the root
-ROOT_NAMES = ("embed_tokens", "layers", "norm", "lm_head")
 
-
-def root_names(family: ModuleType) -> tuple[str, ...]:
-    """The root modules ``family`` names: all of ``ROOT_NAMES``, less ``norm`` where it says why there is none (``NO_FINAL_NORM``)."""
-    return tuple(name for name in ROOT_NAMES if not (name == "norm" and getattr(family, "NO_FINAL_NORM", None)))
 
 _PREPROCESSOR_FLAGS = {
     "tokenizer": "_load_tokenizer",
@@ -79,12 +73,10 @@ class StandardizedTransformer(TransformersModel):
     """A HuggingFace causal LM whose insides carry the same names and meanings on every family.
 
     ``model`` is a hub id, a local directory or a loaded ``nn.Module``. The
-    family serving its ``model_type`` is found through the ``nnterp.families``
-    entry points (or passed as ``family=``); its ``RENAME`` and ``ENVOYS`` are
-    handed to nnsight, with any ``rename=``/``envoys=`` given here taking precedence. A
-    family whose names depend on the checkpoint (LLaVA on a CLIP or a Pixtral
-    tower) defines ``for_config(config) -> module | None`` naming the family
-    that serves this one; ``TASK`` names the pipeline task it loads with. The
+    ``Family`` serving its ``model_type`` is found through the ``nnterp.families``
+    entry points (or passed as ``family=``); its ``rename`` and ``envoys`` are
+    handed to nnsight, with any ``rename=``/``envoys=`` given here taking
+    precedence, and it loads with its ``task`` and ``load_defaults``. The
     rest (``attn_implementation``, ``device_map``, ``dispatch``, ``dtype``,
     ``tokenizer`` ...) goes to nnsight's ``TransformersModel`` unchanged::
 
@@ -95,7 +87,7 @@ class StandardizedTransformer(TransformersModel):
 
     Root values: ``embed_tokens``, ``layers``, ``norm``, ``lm_head`` (the
     modules), ``logits``; sizes ``hidden_size``, ``num_layers``,
-    ``num_heads``, ``vocab_size``; ``family`` (the family module) and
+    ``num_heads``, ``vocab_size``; ``family`` (the ``Family`` it loaded with) and
     ``support()``.
     """
 
@@ -103,7 +95,7 @@ class StandardizedTransformer(TransformersModel):
         self,
         model: Any,
         *args: Any,
-        family: ModuleType | str | None = None,
+        family: Family | ModuleType | str | None = None,
         rename: dict | None = None,
         envoys: dict | None = None,
         task: str | None = None,
@@ -114,43 +106,37 @@ class StandardizedTransformer(TransformersModel):
         if isinstance(model, str):
             model = os.path.expanduser(model)
             check_checkpoint(model)
-        if isinstance(family, str):
-            family = importlib.import_module(family)
-        if family is None:
-            family = family_for(_model_type(model, kwargs))
-        # a family whose names depend on the checkpoint's config (LLaVA: a CLIP or a Pixtral tower) names the module serving it
-        for_config = getattr(family, "for_config", None)
-        if for_config is not None:
-            family = for_config(_config_dict(model, kwargs)) or family
+        family = as_family(family) or family_for(_model_type(model, kwargs))
+        # a family whose names depend on the checkpoint's config (LLaVA: a CLIP or a Pixtral tower) names the one serving it
+        if family.for_config is not None:
+            family = family.for_config(_config_dict(model, kwargs)) or family
+        # a wrapper takes its text family's block names, components and hooks, found through the registry
+        family = family.with_text_family()
         self.family = family
-        # a family whose modules cannot be built on the meta device (timm reads values while it builds) loads dispatched
-        if getattr(family, "BUILDS_ONLY_DISPATCHED", None):
-            kwargs.setdefault("dispatch", True)
-        # a family says which pipeline task loads its preprocessors (a wrapper's processor); text generation else
-        task = task or getattr(family, "TASK", "text-generation")
-        rename = {**getattr(family, "RENAME", {}), **(rename or {})}
+        for key, value in family.load_defaults.items():
+            kwargs.setdefault(key, value)
+        task = task or family.task
+        rename = {**family.rename, **(rename or {})}
         # nnsight takes the first matching path key, so the caller's come first
-        envoys = {**(envoys or {}), **{key: value for key, value in getattr(family, "ENVOYS", {}).items() if key not in (envoys or {})}}
+        envoys = {**(envoys or {}), **{key: value for key, value in family.envoys.items() if key not in (envoys or {})}}
         # block lists index as lists do, out of range an IndexError with the count
         envoys.setdefault("layers", Blocks)
         envoys = with_tensor_parallel(envoys, model, kwargs)
         with spellings_kept():
             super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
-        # a wrapper whose root forward scatters its image features (ROOT_SCATTER) serves an operation of a forward
-        # that is already running when the tower's values are read: instrument it now, as a sourced component is
-        if getattr(family, "ROOT_SCATTER", None):
-            install_source(self)
-        missing = [name for name in root_names(family) if name not in self.__dict__]
+        family.built(self)
+        missing = [name for name in family.root_names if name not in self.__dict__]
         if missing:
             raise FamilyMismatch(
-                f"{family.__name__} gives this {type(self._module).__name__} no {', '.join(missing)}: "
-                "its RENAME does not fit this model's module names (print(model) shows them)"
+                f"the {family.name} family gives this {type(self._module).__name__} no {', '.join(missing)}: "
+                "its rename does not fit this model's module names (print(model) shows them)"
             )
 
     def _update(self, module: Any) -> None:
         super()._update(module)
-        if getattr(getattr(self, "family", None), "ROOT_SCATTER", None):
-            install_source(self)
+        family = self.__dict__.get("family")
+        if family is not None:
+            family.built(self)
 
     def _loaded_preprocessors(self) -> set:
         # transformers 5.23 lists a task's pipeline class by its dotted name, which
@@ -176,7 +162,7 @@ class StandardizedTransformer(TransformersModel):
     def _batch(self, invokes: list, fn: Any) -> tuple:
         # a family may rewrite an invoke before it is batched (PaliGemma's processor refuses text without an
         # image, so its text-only invokes go to the tokenizer): prepare_invoke(model, inputs, kwargs)
-        prepare = getattr(self.family, "prepare_invoke", None)
+        prepare = self.family.prepare_invoke
         if prepare is not None:
             invokes = [prepare(self, inputs, kwargs) for inputs, kwargs in invokes]
         generating = "generate" in (fn if isinstance(fn, str) else getattr(fn, "__name__", ""))
@@ -189,8 +175,9 @@ class StandardizedTransformer(TransformersModel):
         self._nnterp_call = Call.of(args, kwargs, generating)
         self._nnterp_cache = snapshot(kwargs.get("past_key_values"))
         kwargs = in_model_dtype(self, kwargs)
-        forget_last_prompt(self, kwargs)
-        shift = getattr(self.family, "position_ids", None)
+        if self.family.on_fresh_call is not None and not continues_a_cache(kwargs):
+            self.family.on_fresh_call(self)
+        shift = self.family.position_ids
         if shift is not None and "position_ids" in kwargs:
             kwargs["position_ids"] = shift(self, kwargs["position_ids"])
         return args, kwargs
@@ -235,7 +222,7 @@ class StandardizedTransformer(TransformersModel):
         ``project_on_vocab``). Inside a trace it is an ad hoc call, which serves
         nothing and moves no location.
         """
-        return getattr(self.family, "project_on_vocab", unembed)(self, hidden)
+        return (self.family.project_on_vocab or unembed)(self, hidden)
 
     def steer(self, layers: Any, vector: Tensor, factor: float = 1.0, *, token_positions: Any = None, batch_index: Any = None) -> None:
         """Add ``factor * vector`` to the stream leaving each of ``layers``, inside a trace: ``nnterp.toolkit.steer``."""

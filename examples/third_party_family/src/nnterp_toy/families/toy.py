@@ -6,25 +6,7 @@ values onto the operations of its forward.
 """
 
 import nnterp_toy  # noqa: F401 - registers the model with transformers' Auto classes
-from nnterp import PostNormAttention, PostNormMlp, SandwichLayer, TinyConfig
-
-RENAME = {
-    "model.blocks": "layers",
-    "model.embed": "embed_tokens",
-    "model.final_norm": "norm",
-    "head": "lm_head",
-    "norm_in": "input_layernorm",
-    "mix": "self_attn",
-    "mix_out_norm": "post_attention_layernorm",
-    "norm_ff": "pre_feedforward_layernorm",
-    "ff": "mlp",
-    "ff_out_norm": "post_feedforward_layernorm",
-    "mix.out": "mix.o_proj",
-    "ff.up": "ff.up_proj",
-    "ff.act": "ff.act_fn",
-    "ff.down": "ff.down_proj",
-}
-
+from nnterp import Family, PostNormAttention, PostNormMlp, SandwichLayer, TinyConfig
 
 class ToyAttention(PostNormAttention):
     """The toy's attention: its own softmax, so the interior is read on its forward's operations."""
@@ -45,6 +27,31 @@ class ToyAttention(PostNormAttention):
         return self._module.heads
 
 
-ENVOYS = {"layers.*": SandwichLayer, "layers.*.self_attn": ToyAttention, "layers.*.mlp": PostNormMlp}
-
-TINY = TinyConfig("nnterp_toy", {"width": 64, "depth": 3, "heads": 4, "ffn": 128, "vocab_size": 320, "bos_token_id": 0, "eos_token_id": 0}, load={})
+FAMILY = Family(
+    name="toy",
+    model_types=("nnterp_toy",),
+    model_classes=("ToyForCausalLM",),
+    # the toy's module names, under the standard ones
+    rename={
+        "model.blocks": "layers",
+        "model.embed": "embed_tokens",
+        "model.final_norm": "norm",
+        "head": "lm_head",
+        "norm_in": "input_layernorm",
+        "mix": "self_attn",
+        "mix_out_norm": "post_attention_layernorm",
+        "norm_ff": "pre_feedforward_layernorm",
+        "ff": "mlp",
+        "ff_out_norm": "post_feedforward_layernorm",
+        "mix.out": "mix.o_proj",
+        "ff.up": "ff.up_proj",
+        "ff.act": "ff.act_fn",
+        "ff.down": "ff.down_proj",
+    },
+    envoys={"layers.*": SandwichLayer, "layers.*.self_attn": ToyAttention, "layers.*.mlp": PostNormMlp},
+    tiny={
+        "nnterp_toy": TinyConfig(
+            "nnterp_toy", {"width": 64, "depth": 3, "heads": 4, "ffn": 128, "vocab_size": 320, "bos_token_id": 0, "eos_token_id": 0}, load={}
+        ),
+    },
+)

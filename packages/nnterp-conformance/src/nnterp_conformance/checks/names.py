@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from nnsight import Envoy
-from nnterp.transformer import root_names
 
 from .base import Case, CheckFailure, check
 
@@ -25,8 +24,8 @@ def _resolve(envoy: Any, path: str | type) -> Any:
 
 @check("names")
 def standard_names_alias_native_envoys(model: Any, case: Case) -> str:
-    """Each alias in the family's RENAME is the same envoy as the native module, and every alias resolves somewhere."""
-    rename = getattr(model.family, "RENAME", {})
+    """Each alias in the family's rename is the same envoy as the native module, and every alias resolves somewhere."""
+    rename = model.family.rename
     resolved: dict[str, int] = {alias: 0 for alias in rename.values()}
     for envoy in model.modules():
         for native, alias in rename.items():
@@ -40,7 +39,7 @@ def standard_names_alias_native_envoys(model: Any, case: Case) -> str:
     missing = [alias for alias, count in resolved.items() if count == 0]
     if missing:
         raise CheckFailure(f"aliases that resolve nowhere (a module renamed in transformers?): {', '.join(missing)}")
-    for name in root_names(model.family):
+    for name in model.family.root_names:
         if not isinstance(model.__dict__.get(name), Envoy):
             raise CheckFailure(f"the root has no {name!r}")
     return f"{sum(resolved.values())} aliases, each the native envoy"

@@ -2,9 +2,11 @@
 
 from .attention import INTERFACE, INTERIOR, Attention, GatedAttention, each_interior, interface_reason, needs_eager, seq_first
 from .layer import Layer
+from .mixtures import GatedSharedMoe, MixtralMoe, SigmoidMoe, TopKFirstMoe
 from .mlp import Mlp
 from .moe import Moe, mixture_reason, needs_grouped_experts, no_shared_expert
-from .sandwich import PostNormAttention, PostNormMlp, SandwichLayer
+from .sandwich import Glm4Attention, Glm4Mlp, PostNormAttention, PostNormMlp, SandwichLayer
+from .scaled import GraniteAttention, GraniteMlp, GraniteMoe, GraniteMoeShared, SharedMlpLayer, residual_multiplier
 from .variants import ParallelLayer, PostNormLayer
 from .standard import Standard, blocks_support, first_tensor, rewrap
 
@@ -13,7 +15,15 @@ __all__ = [
     "INTERIOR",
     "Attention",
     "GatedAttention",
+    "GatedSharedMoe",
+    "Glm4Attention",
+    "Glm4Mlp",
+    "GraniteAttention",
+    "GraniteMlp",
+    "GraniteMoe",
+    "GraniteMoeShared",
     "Layer",
+    "MixtralMoe",
     "Mlp",
     "Moe",
     "ParallelLayer",
@@ -21,7 +31,10 @@ __all__ = [
     "PostNormLayer",
     "PostNormMlp",
     "SandwichLayer",
+    "SharedMlpLayer",
+    "SigmoidMoe",
     "Standard",
+    "TopKFirstMoe",
     "blocks_support",
     "each_interior",
     "first_tensor",
@@ -30,6 +43,7 @@ __all__ = [
     "needs_eager",
     "needs_grouped_experts",
     "no_shared_expert",
+    "residual_multiplier",
     "rewrap",
     "seq_first",
 ]

@@ -25,7 +25,7 @@ class Mlp(Standard):
 
     The activation is ``act_fn`` and the down projection ``down_proj``, a
     family aliasing its own spellings (``act``, ``c_proj``, ``fc2`` ...) in
-    its ``RENAME``.
+    its ``rename``.
     """
 
     lacks = DENSE

@@ -74,7 +74,7 @@ class Moe(Mlp):
     ``mlp_output`` is what the block adds, as on any ``Mlp``. Its children
     under their standard names: ``router``, ``experts`` and
     ``shared_experts`` (a family aliases ``gate``, ``shared_expert``,
-    ``shared_mlp`` ... in its ``RENAME``). The routing values are read where
+    ``shared_mlp`` ... in its ``rename``). The routing values are read where
     the model consumes them, so a write changes what runs:
 
     - ``router_logits`` at ``LOGITS``, the operation in the router's forward
