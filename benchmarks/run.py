@@ -228,7 +228,7 @@ def construction(path: Path, repeats: int) -> dict[str, float]:
             "StandardizedTransformer(path)": lambda: StandardizedTransformer(path),
             # the same nnsight construction handed the family's rename= and envoys= maps: what aliasing costs in nnsight
             "TransformersModel(path, rename=, envoys=) (nnsight, the family's maps)": lambda: plain_nnsight(
-                path, rename=family.RENAME, envoys=family.ENVOYS
+                path, rename=dict(family.rename), envoys=dict(family.envoys)
             ),
             "from_pretrained(path) (transformers)": lambda: AutoModelForCausalLM.from_pretrained(path),
         },

@@ -5,7 +5,6 @@ import pytest
 import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 from nnterp_recurrent.components.mixer import RecurrentMixer
 from nnterp_recurrent.families import falcon_h1
 
@@ -13,11 +12,6 @@ PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 #: without the gated norm the decode update takes z; with it, the norm gates after the kernel
 CHECKPOINTS = ("falcon_h1", "falcon_h1-rmsnorm")
 STEPS = 3
-
-
-@pytest.mark.parametrize("name", CHECKPOINTS)
-def test_every_check_passes(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, {"written_state_continues": "no per-token state"})
 
 
 def _decoded_and_whole(model, layer=1):

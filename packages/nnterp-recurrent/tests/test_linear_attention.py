@@ -11,14 +11,9 @@ import pytest
 import torch
 from nnterp import MissingModule, Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 from nnterp_recurrent import LinearAttention, route_delta_rule, route_kernels
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-CHECKPOINTS = [
-    "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "olmo_hybrid-sigmoid",
-    "kimi_linear", "bailing_hybrid",
-]
 
 
 @pytest.fixture
@@ -31,12 +26,6 @@ def routed(model):
     route_kernels(model.family, "torch")
     yield model
     route_kernels(model.family, "default")
-
-
-@pytest.mark.parametrize("name", CHECKPOINTS)
-def test_every_check_passes(tiny_model, name):
-    skips = {"neurons_make_contribution"} if name in ("qwen3_next", "qwen3_5_moe_text") else set()
-    assert_conforms(tiny_model(name), PROMPTS, skips)
 
 
 def _breaks(monkeypatch, model, check, **changes):

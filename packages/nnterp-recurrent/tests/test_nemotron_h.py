@@ -4,23 +4,14 @@ import pytest
 import torch
 from nnterp import Moe, MissingModule, Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 from nnterp_recurrent.families.nemotron_h import LATENT, NemotronHMoe
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 
-#: the chunk scan has no per-token state to write; no block has two sublayers, so no stream between them
-SKIPS = {"written_state_continues": "no per-token state", "mid_stream": "holds one sublayer"}
-SKIPS_LATENT = {**SKIPS, "rerouted_slot_runs_the_new_expert": "latent space"}
 
 #: the tiny checkpoints' blocks, in order: which standard sublayer each holds
 KINDS = ["linear_attn", "mlp", "self_attn", "mlp", "linear_attn"]
 SUBLAYERS = ("linear_attn", "self_attn", "mlp")
-
-
-@pytest.mark.parametrize(("name", "skips"), [("nemotron_h", SKIPS), ("nemotron_h-latent", SKIPS_LATENT)])
-def test_every_check_passes(tiny_model, name, skips):
-    assert_conforms(tiny_model(name), PROMPTS, skips)
 
 
 def test_each_block_serves_its_one_sublayer(tiny_model):

@@ -11,30 +11,15 @@ import pytest
 import torch
 from nnterp import DerivedEProperty
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 from nnterp_recurrent import route_kernels
 from nnterp_recurrent.components.selective_scan import SelectiveScan
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-#: a pure SSM block has no softmax attention, no MLP and no stream between its sublayers
-NO_ATTENTION = {
-    "mid_stream",
-    "pattern_is_softmax_of_scores",
-    "written_pattern_moves_logits",
-    "head_outputs_make_the_projection",
-    "neurons_make_contribution",
-}
-SKIPS = {"mamba": NO_ATTENTION, "falcon_mamba": NO_ATTENTION, "jamba": set()}
 
 
 @pytest.fixture
 def model(tiny_model):
     return tiny_model("mamba")
-
-
-@pytest.mark.parametrize("name", sorted(SKIPS))
-def test_every_check_passes(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, SKIPS[name])
 
 
 def _breaks(monkeypatch, model, check, **changes):
@@ -138,7 +123,7 @@ def test_a_written_state_input_is_what_the_decode_step_continues_from(model):
 
 def test_routing_keeps_each_kernel_its_own_pure_function(model):
     mixer = model.layers[0].linear_attn
-    module = model.family.MODELING[0]
+    module = model.family.modeling[0]
     route_kernels(model.family, "torch")
     try:
         bound = SelectiveScan.torch_kernels(__import__(module, fromlist=["_"]))

@@ -5,20 +5,11 @@ import pytest
 import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 from nnterp_recurrent.families import zamba2
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 #: blocks 0 and 2 are Mamba blocks, 1 and 3 hybrid ones sharing one transformer's weights
 HYBRID = (1, 3)
-SKIPS = {
-    "mid_stream": "no stream between its sublayers",
-    "written_state_continues": "no per-token state",
-}
-
-
-def test_every_check_passes(tiny_model):
-    assert_conforms(tiny_model("zamba2"), PROMPTS, SKIPS)
 
 
 def test_a_hybrid_block_adds_only_its_mixer(tiny_model):

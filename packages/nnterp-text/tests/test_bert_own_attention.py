@@ -18,17 +18,9 @@ import pytest
 import torch
 from nnterp import TinyConfig, Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
 NAMES = ["big_bird", "rembert", "roformer"]
-CHECKPOINTS = NAMES
-
-
-@pytest.mark.parametrize("name", CHECKPOINTS)
-def test_passes_every_check(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, CONTRIBUTION)
 
 
 def test_roformer_keeps_its_rotary_table_and_so_its_padded_rows(tiny_model):

@@ -10,16 +10,8 @@ import pytest
 import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-CHECKPOINTS = ["bert", "bert-generation", "camembert", "data2vec-text", "electra", "ernie", "roberta", "roc_bert", "xlm-roberta"]
-CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
-
-
-@pytest.mark.parametrize("name", CHECKPOINTS)
-def test_passes_every_check(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, CONTRIBUTION)
 
 
 def test_roberta_positions_count_from_after_the_padding_index(tiny_model, monkeypatch):
@@ -27,7 +19,7 @@ def test_roberta_positions_count_from_after_the_padding_index(tiny_model, monkey
     # left-padding positions, without which a padded row is a position off from its prompt alone
     model = tiny_model("roberta")
     assert verdict("padded_rows_match_alone", model, PROMPTS).status == "pass"
-    monkeypatch.delattr(model.family, "position_ids")
+    monkeypatch.setattr(model, "family", model.family.replace(position_ids=None))
     assert verdict("padded_rows_match_alone", model, PROMPTS).status == "fail"
 
 

@@ -9,17 +9,10 @@ every check runs. Pointing a contribution at the sublayer module's output
 
 import pytest
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms, run
+from nnterp_conformance.runner import run
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
-SKIPS = {"xmod": CONTRIBUTION, "roberta-prelayernorm": set(), "xlm-roberta-xl": set(), "megatron-bert": set()}
 PRE_LN = ["roberta-prelayernorm", "xlm-roberta-xl", "megatron-bert"]
-
-
-@pytest.mark.parametrize("name", sorted(SKIPS))
-def test_passes_every_check(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, SKIPS[name])
 
 
 def test_xmod_skips_name_their_reasons(tiny_model):

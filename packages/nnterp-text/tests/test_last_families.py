@@ -11,26 +11,8 @@ import pytest
 import torch
 from nnterp import Attention, Mlp, Moe, Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-
-#: a block that adds no one attention and MLP output to the stream: no contribution, so no identity over it
-NO_CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
-SKIPS = {
-    # the residual is rescaled by each depth-scaled add: no tensor is what a sublayer adds
-    "beam": NO_CONTRIBUTION,
-    # post-LN: each sublayer's add and its LayerNorm happen in one submodule
-    "git": NO_CONTRIBUTION,
-    # two attention and MLP sub-blocks and a shortcut mixture per layer; the mixture in every layer has no one
-    # neuron tensor, and its experts run their own loop, which never holds the slots' outputs
-    "longcat_flash": NO_CONTRIBUTION | {"neurons_make_contribution", "rerouted_slot_runs_the_new_expert"},
-}
-
-
-@pytest.mark.parametrize("name", sorted(SKIPS))
-def test_every_check_passes(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, SKIPS[name])
 
 
 def _serve(monkeypatch, component, name, value):

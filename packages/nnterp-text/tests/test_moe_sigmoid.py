@@ -1,39 +1,8 @@
 """Sigmoid and grouped routers (DeepSeek-V3's and its relatives, DeepSeek-V2's softmax groups): the kit's identities on each."""
 
-import pytest
 import torch
-from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-
-#: every block a mixture of experts: no block has one neuron tensor
-MOE = {"neurons_make_contribution"}
-#: the checks a model skips, and why: every other check must pass (the others have a dense first block)
-SKIPS = {
-    "deepseek_v2": set(),
-    "deepseek_v2-grouped": set(),  # group_limited_greedy: the best single score picks the groups
-    "deepseek_v3": set(),
-    "deepseek_v3-grouped": set(),
-    "deepseek_v32": set(),
-    "dots1": MOE,
-    "glm4_moe": set(),
-    "glm4_moe_lite": set(),
-    "glm_moe_dsa": set(),
-    "exaone_moe": set(),
-    "solar_open": MOE,
-    "axk2": set(),
-    "axk2-grouped": set(),  # grouped routing, dropped groups filled with 0
-    "mimo_v2_flash": set(),  # no shared expert: mixture_adds_up compares routed_output alone
-    "dots3_note_text": set(),
-    "hy_v3": set(),
-    "laguna": set(),
-    "laguna-scaled": set(),  # softcapped router logits, routed sum scaled by the block
-}
-
-
-@pytest.mark.parametrize("name", sorted(SKIPS))
-def test_every_check_passes(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, SKIPS[name])
 
 
 def test_laguna_routed_output_is_what_the_block_adds(tiny_model):

@@ -6,6 +6,7 @@ from nnterp import PARALLEL, FamilyMismatch, StandardizedTransformer, TinyConfig
 from nnterp_conformance.checkpoints import write_checkpoint
 from nnterp_conformance.checks import verdict
 from nnterp_conformance.runner import run
+from nnterp_text.families import opt
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 PARALLEL_CHECKPOINTS = ["phi", "cohere", "cohere2", "cohere2_moe", "cohere_compass_text", "gpt_neox", "stablelm-parallel"]
@@ -95,14 +96,14 @@ def test_stablelm_parallel_has_one_norm_for_both_sublayers(tiny_model):
 def test_cohere_logits_without_the_logit_scale_fail(tiny_model, monkeypatch, name):
     model = tiny_model(name)
     assert model._module.logit_scale not in (None, 1.0)
-    monkeypatch.delattr(model.family, "project_on_vocab")
+    monkeypatch.setattr(model, "family", model.family.replace(project_on_vocab=None))
     result = verdict("logits_from_last_layer", model, PROMPTS)
     assert result.status == "fail", result
 
 
 def test_modernbert_logits_need_the_prediction_head(tiny_model, monkeypatch):
     model = tiny_model("modernbert-decoder")
-    monkeypatch.setattr(model.family, "project_on_vocab", lambda m, hidden: m.decoder(m.norm(hidden)))
+    monkeypatch.setattr(model, "family", model.family.replace(project_on_vocab=lambda m, hidden: m.decoder(m.norm(hidden))))
     assert verdict("logits_from_last_layer", model, PROMPTS).status == "fail"
 
 
@@ -141,4 +142,4 @@ def test_opt_inline_mlp_is_token_flat_in_the_model_and_served_by_position(tiny_m
 def test_opt_post_layer_norm_is_refused_at_load(tmp_path):
     write_checkpoint(TinyConfig("opt", {"do_layer_norm_before": False}), tmp_path)
     with pytest.raises(FamilyMismatch, match="do_layer_norm_before=False"):
-        StandardizedTransformer(tmp_path, family="nnterp_text.families.opt", attn_implementation="eager")
+        StandardizedTransformer(tmp_path, family=opt.FAMILY, attn_implementation="eager")

@@ -11,7 +11,6 @@ import pytest
 import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
-from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 CHECKPOINTS = [
@@ -31,24 +30,6 @@ CHECKPOINTS = [
 SINK_COLUMN = ("gpt_oss", "flint")
 CONTRIBUTION = {"contribution", "mid_stream", "contribution_at_every_step"}
 MIXTURE = {"neurons_make_contribution"}
-PATTERN = {"pattern_is_softmax_of_scores", "written_pattern_moves_logits", "head_outputs_make_the_projection"}
-STREAMS = {"stream_continuity", "logits_from_last_layer", "skip_hands_on_hidden", "padded_rows_match_alone"}
-#: the checks each checkpoint skips, because of a value it marks unavailable
-SKIPS = {
-    "gpt_oss": MIXTURE,
-    "granitemoe_swa": MIXTURE,
-    "granitemoeshared": MIXTURE,
-    "diffllama": PATTERN,
-    "doge": CONTRIBUTION,
-    "openai-gpt": CONTRIBUTION,
-    "gemma4_text": {"contribution", "contribution_at_every_step"},
-    "gemma3n_text": CONTRIBUTION | STREAMS,
-}
-
-
-@pytest.mark.parametrize("name", CHECKPOINTS)
-def test_passes_every_check(tiny_model, name):
-    assert_conforms(tiny_model(name), PROMPTS, SKIPS.get(name, set()))
 
 
 def _read(model, layer, *names, prompts=PROMPTS):

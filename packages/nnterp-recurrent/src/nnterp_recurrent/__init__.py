@@ -16,6 +16,7 @@ from .components import StateSpace as StateSpace
 from .components import chunk_per_token as chunk_per_token
 from .components.selective_scan import needs_token_loop as needs_token_loop
 from .components.state_space import needs_per_token_chunks as needs_per_token_chunks
+from .family import RecurrentFamily as RecurrentFamily
 from .reasons import needs_recurrent_routing as needs_recurrent_routing
 from .reasons import needs_torch_kernels as needs_torch_kernels
 from .routing import route_delta_rule as route_delta_rule

@@ -18,6 +18,8 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from nnterp.family import Family
+
 #: what each dispatcher called at import, by (modeling module, name)
 ORIGINALS: dict[tuple[str, str], Any] = {}
 MODES = ("torch", "default")
@@ -26,26 +28,30 @@ IMPLEMENTATION = "implementation"
 
 
 def modeling_modules(family: Any) -> list[ModuleType]:
-    """The transformers modeling modules a family's mixers live in (its ``MODELING``), or the module itself."""
-    names = getattr(family, "MODELING", None)
-    if names is None:
-        if getattr(family, "__name__", "").startswith("transformers.models."):
-            return [family]
-        raise TypeError(
-            f"{getattr(family, '__name__', family)!r} is neither a family module with MODELING (its transformers "
-            "modeling modules) nor a transformers modeling module; pass model.family"
-        )
-    return [importlib.import_module(name) for name in names]
+    """The transformers modeling modules a family's mixers live in (its ``modeling``), or the module itself."""
+    from nnterp.registry import family_for
+
+    from .family import RecurrentFamily
+
+    if isinstance(family, Family) and not isinstance(family, RecurrentFamily) and family.text_family:
+        family = family_for(family.text_family)  # a wrapper's mixers are its text family's
+    if isinstance(family, RecurrentFamily) and family.modeling:
+        return [importlib.import_module(name) for name in family.modeling]
+    if isinstance(family, ModuleType) and family.__name__.startswith("transformers.models."):
+        return [family]
+    raise TypeError(
+        f"{family!r} is neither a RecurrentFamily naming its modeling modules nor a transformers modeling module; "
+        "pass model.family"
+    )
 
 
-def mixer_classes(family: Any) -> list[type]:
-    """The recurrent mixer components a family wraps its modules in (its ``ENVOYS`` values)."""
+def mixer_classes(family: Family) -> list[type]:
+    """The recurrent mixer components a family wraps its modules in (its ``envoys`` values)."""
     from .components.mixer import RecurrentMixer
 
-    envoys = getattr(family, "ENVOYS", {})
-    found = [cls for cls in envoys.values() if isinstance(cls, type) and issubclass(cls, RecurrentMixer)]
-    if not found and hasattr(family, "ENVOYS"):
-        raise TypeError(f"{family.__name__} wraps no module in a recurrent mixer; nothing to route")
+    found = [cls for cls in family.with_text_family().envoys.values() if isinstance(cls, type) and issubclass(cls, RecurrentMixer)]
+    if not found:
+        raise TypeError(f"the {family.name} family wraps no module in a recurrent mixer; nothing to route")
     return found
 
 
@@ -85,13 +91,13 @@ def route_kernels(family: Any, mode: str) -> None:
     the state after every token, the prompt's kernel name is bound to it too,
     so ``state``, ``states``, ``state_after`` and ``set_state_after`` read and
     write the state at any position. It applies to every model of the family;
-    call it before tracing. ``family`` is ``model.family``, a family module, or
-    a transformers modeling module.
+    call it before tracing. ``family`` is ``model.family`` (a ``RecurrentFamily``)
+    or a transformers modeling module.
     """
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(map(repr, MODES))}")
     modules = modeling_modules(family)
-    classes = mixer_classes(family) if hasattr(family, "ENVOYS") else None
+    classes = mixer_classes(family) if isinstance(family, Family) else None
     for module in modules:
         for cls in classes if classes is not None else _classes_for(module):
             if all(hasattr(module, name) for name in cls.kernel_names()):

@@ -6,9 +6,12 @@ the families are found through the ``nnterp.families`` entry points.
 """
 
 from .components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp, image_token_id, no_images
+from .family import VisionFamily, forget_rope_deltas
 from .layouts import ImageFeatures, ImageTokenMask, Patches
 
 __all__ = [
+    "VisionFamily",
+    "forget_rope_deltas",
     "ImageFeatures",
     "ImageScatter",
     "ImageTokenMask",

@@ -2,15 +2,21 @@
 
 import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import GatedAttention
-from nnterp_text.families import deepseek_v3
+from nnterp.tiny import TinyConfig
 from transformers.models.bailing_hybrid import modeling_bailing_hybrid as modeling
 
-from .kimi_linear import KimiDeltaAttention
+from ..tiny import KIMI_DELTA
+from . import kimi_linear
 
-MODELING = (modeling.__name__,)
-RENAME = {**deepseek_v3.RENAME, modeling.BailingHybridDeltaAttention: "linear_attn"}
-ENVOYS = {
-    **deepseek_v3.ENVOYS,
-    "layers.*.self_attn": GatedAttention,
-    modeling.BailingHybridDeltaAttention: KimiDeltaAttention,
-}
+FAMILY = kimi_linear.FAMILY.replace(
+    name="bailing_hybrid",
+    model_types=("bailing_hybrid",),
+    modeling=(modeling.__name__,),
+    rename={**kimi_linear.BLOCK_NAMES, modeling.BailingHybridDeltaAttention: "linear_attn"},
+    envoys={
+        **kimi_linear.BLOCK,
+        "layers.*.self_attn": GatedAttention,
+        modeling.BailingHybridDeltaAttention: kimi_linear.KimiDeltaAttention,
+    },
+    tiny={"bailing_hybrid": TinyConfig("bailing_hybrid", KIMI_DELTA)},
+)

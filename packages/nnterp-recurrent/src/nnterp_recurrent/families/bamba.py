@@ -9,11 +9,11 @@ Each block holds one mixer or the other (``config.layers_block_type``):
 
 from nnterp import Layer
 from nnterp.families import default
+from nnterp.tiny import TinyConfig
 
 from ..components.state_space import StateSpace
-
-#: the transformers modules whose kernels route_kernels binds
-MODELING = ("transformers.models.bamba.modeling_bamba",)
+from ..family import RecurrentFamily
+from ..tiny import SSD
 
 
 class BambaLayer(Layer):
@@ -28,11 +28,22 @@ class BambaMixer(StateSpace):
     CHUNK_SIZE_FIELD = "mamba_chunk_size"
 
 
-RENAME = {
-    **default.RENAME,
-    "model.final_layernorm": "norm",
-    "mamba": "linear_attn",
-    "pre_ff_layernorm": "post_attention_layernorm",
-    "feed_forward": "mlp",
-}
-ENVOYS = {**default.ENVOYS, "layers.*": BambaLayer, "layers.*.linear_attn": BambaMixer}
+FAMILY = RecurrentFamily(
+    name="bamba",
+    model_types=("bamba",),
+    modeling=("transformers.models.bamba.modeling_bamba",),
+    rename={
+        **default.FAMILY.rename,
+        "model.final_layernorm": "norm",
+        "mamba": "linear_attn",
+        "pre_ff_layernorm": "post_attention_layernorm",
+        "feed_forward": "mlp",
+    },
+    envoys={**default.FAMILY.envoys, "layers.*": BambaLayer, "layers.*.linear_attn": BambaMixer},
+    tiny={"bamba": TinyConfig("bamba", {**SSD, "attn_layer_indices": [1]})},
+    skips={
+        "bamba": {
+            "written_state_continues": "the chunk scan has no per-token state to walk or write",
+        },
+    },
+)

@@ -19,13 +19,19 @@ from typing import Any
 
 from nnterp import Attention
 from nnterp.logits import unembed
+from nnterp.tiny import TinyConfig
 from torch import Tensor
 
 from ..components.state_space import StateSpace
+from ..tiny import SSD
 from . import bamba
 
-#: the transformers modules whose kernels route_kernels binds
-MODELING = ("transformers.models.falcon_h1.modeling_falcon_h1",)
+#: the SSD mixer in 8 heads of 8, every muP multiplier away from 1 so that a missed one shows
+SIZES = {
+    **SSD, "mamba_d_ssm": 64, "mamba_d_head": 8, "attention_in_multiplier": 0.7, "attention_out_multiplier": 0.6,
+    "ssm_in_multiplier": 0.8, "ssm_out_multiplier": 1.3, "embedding_multiplier": 2.0, "lm_head_multiplier": 0.5,
+    "key_multiplier": 0.9, "mlp_multipliers": [0.9, 1.1], "ssm_multipliers": [1.1, 0.9, 1.2, 0.8, 1.05],
+}
 
 
 class FalconH1Layer(bamba.BambaLayer):
@@ -101,10 +107,28 @@ def _head_outputs_set(envoy: FalconH1Mixer, value: Tensor) -> Any:
     return StateSpace.attention_head_outputs._postprocess(envoy, value)
 
 
-RENAME = bamba.RENAME
-ENVOYS = {
-    **bamba.ENVOYS,
-    "layers.*": FalconH1Layer,
-    "layers.*.self_attn": FalconH1Attention,
-    "layers.*.linear_attn": FalconH1Mixer,
-}
+FAMILY = bamba.FAMILY.replace(
+    name="falcon_h1",
+    model_types=("falcon_h1",),
+    modeling=("transformers.models.falcon_h1.modeling_falcon_h1",),
+    envoys={
+        **bamba.FAMILY.envoys,
+        "layers.*": FalconH1Layer,
+        "layers.*.self_attn": FalconH1Attention,
+        "layers.*.linear_attn": FalconH1Mixer,
+    },
+    project_on_vocab=project_on_vocab,
+    tiny={
+        # the decode update takes the gate z (no gated norm); and the gated-norm variant, whose norm gates after the kernel
+        "falcon_h1": TinyConfig("falcon_h1", SIZES),
+        "falcon_h1-rmsnorm": TinyConfig("falcon_h1", {**SIZES, "mamba_rms_norm": True}),
+    },
+    skips={
+        "falcon_h1": {
+            "written_state_continues": "the chunk scan has no per-token state to walk or write",
+        },
+        "falcon_h1-rmsnorm": {
+            "written_state_continues": "the chunk scan has no per-token state to walk or write",
+        },
+    },
+)

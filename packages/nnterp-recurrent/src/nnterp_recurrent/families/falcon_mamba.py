@@ -5,9 +5,23 @@ The norms sit before the kernel call, so ``attention_queries`` (C) and
 ``betas`` the step size made from the normed dt. Everything else is Mamba's.
 """
 
+from nnterp.tiny import TinyConfig
+
+from ..tiny import SELECTIVE_SCAN
 from . import mamba
 
-MODELING = ("transformers.models.falcon_mamba.modeling_falcon_mamba",)
-
-RENAME = mamba.RENAME
-ENVOYS = mamba.ENVOYS
+FAMILY = mamba.FAMILY.replace(
+    name="falcon_mamba",
+    model_types=("falcon_mamba",),
+    modeling=("transformers.models.falcon_mamba.modeling_falcon_mamba",),
+    tiny={"falcon_mamba": TinyConfig("falcon_mamba", SELECTIVE_SCAN)},
+    skips={
+        "falcon_mamba": {
+            "head_outputs_make_the_projection": "no block has self_attn.attention_head_outputs",
+            "mid_stream": "no post_attention_layernorm module on this block",
+            "neurons_make_contribution": "no block has mlp.mlp_activation, mlp.mlp_neurons",
+            "pattern_is_softmax_of_scores": "no block has self_attn.attention_scores",
+            "written_pattern_moves_logits": "no block has self_attn.attention_probabilities",
+        },
+    },
+)

@@ -7,15 +7,15 @@ mixer's ``attention_output`` is served scaled, as the attention's is. The
 mixer's chunk size is ``config.mamba_chunk_size``.
 """
 
-from nnterp_text.families import granitemoeshared
-from nnterp_text.families.granite import residual_multiplier
-from nnterp_text.families.granitemoeshared import project_on_vocab  # noqa: F401 - the family's logits
+from nnterp import GraniteAttention, GraniteMoeShared, SharedMlpLayer, residual_multiplier
+from nnterp.families import default
+from nnterp.logits import divided_by_logits_scaling
+from nnterp.tiny import TinyConfig
 
 from ..components.mixer import RecurrentMixer
 from ..components.state_space import StateSpace
-
-#: the transformers modules whose kernels route_kernels binds
-MODELING = ("transformers.models.granitemoehybrid.modeling_granitemoehybrid",)
+from ..family import RecurrentFamily
+from ..tiny import SSD
 
 
 class GraniteMixer(StateSpace):
@@ -25,5 +25,27 @@ class GraniteMixer(StateSpace):
     attention_output = RecurrentMixer.attention_output.scaled(residual_multiplier)
 
 
-RENAME = {**granitemoeshared.RENAME, "mamba": "linear_attn"}
-ENVOYS = {**granitemoeshared.ENVOYS, "layers.*.linear_attn": GraniteMixer}
+FAMILY = RecurrentFamily(
+    name="granitemoehybrid",
+    model_types=("granitemoehybrid",),
+    modeling=("transformers.models.granitemoehybrid.modeling_granitemoehybrid",),
+    # Granite-MoE-Shared's block: its mixture at block_sparse_moe
+    rename={**default.FAMILY.rename, "block_sparse_moe": "mlp", "mamba": "linear_attn"},
+    envoys={
+        **default.FAMILY.envoys,
+        "layers.*": SharedMlpLayer,
+        "layers.*.self_attn": GraniteAttention,
+        "layers.*.mlp": GraniteMoeShared,
+        "layers.*.linear_attn": GraniteMixer,
+    },
+    project_on_vocab=divided_by_logits_scaling,
+    tiny={
+        "granitemoehybrid": TinyConfig("granitemoehybrid", {**SSD, "layer_types": ["linear_attention", "attention"], "shared_intermediate_size": 32, "residual_multiplier": 0.5}),
+    },
+    skips={
+        "granitemoehybrid": {
+            "neurons_make_contribution": "a mixture of experts",
+            "written_state_continues": "the chunk scan has no per-token state to walk or write",
+        },
+    },
+)

@@ -10,19 +10,10 @@ experts. The Mamba mixer is Mamba's, its B, C and dt normed before the scan.
 
 from nnterp import Moe
 from nnterp.families import default
+from nnterp.tiny import TinyConfig
 
 from ..components.selective_scan import SelectiveScan
-
-MODELING = ("transformers.models.jamba.modeling_jamba",)
-
-RENAME = {
-    "model.layers": "layers",
-    "model.embed_tokens": "embed_tokens",
-    "model.final_layernorm": "norm",
-    "mamba": "linear_attn",
-    "feed_forward": "mlp",
-    "pre_ff_layernorm": "post_attention_layernorm",
-}
+from ..family import RecurrentFamily
 
 
 class JambaMoe(Moe):
@@ -31,4 +22,21 @@ class JambaMoe(Moe):
     NORMALIZE = False
 
 
-ENVOYS = {**default.ENVOYS, "layers.*.mlp": JambaMoe, "layers.*.linear_attn": SelectiveScan}
+FAMILY = RecurrentFamily(
+    name="jamba",
+    model_types=("jamba",),
+    modeling=("transformers.models.jamba.modeling_jamba",),
+    rename={
+        "model.layers": "layers",
+        "model.embed_tokens": "embed_tokens",
+        "model.final_layernorm": "norm",
+        "mamba": "linear_attn",
+        "feed_forward": "mlp",
+        "pre_ff_layernorm": "post_attention_layernorm",
+    },
+    envoys={**default.FAMILY.envoys, "layers.*.mlp": JambaMoe, "layers.*.linear_attn": SelectiveScan},
+    tiny={
+        # blocks: mamba + mixture, attention + MLP, mamba + MLP, attention + mixture
+        "jamba": TinyConfig("jamba", {"num_hidden_layers": 4, "intermediate_size": 128, "mamba_d_state": 8, "attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 3, "expert_layer_offset": 0, "num_experts": 4, "num_experts_per_tok": 2, "max_position_embeddings": 256}),
+    },
+)

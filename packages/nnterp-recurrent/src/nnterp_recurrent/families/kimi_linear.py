@@ -7,15 +7,21 @@ shared expert, dense blocks where ``mlp_layer_types`` says so.
 """
 
 import nnterp  # noqa: F401 - nnsight before transformers.models
-from nnterp import EProperty
-from nnterp_text.families import deepseek_v3
+from nnterp import EProperty, SigmoidMoe
+from nnterp.families import default
+from nnterp.tiny import TinyConfig
 from torch import Tensor
 from transformers.models.kimi_linear import modeling_kimi_linear as modeling
 
 from ..components import LinearAttention
+from ..family import RecurrentFamily
 from ..layouts import ChannelGates
+from ..tiny import KIMI_DELTA
 
-MODELING = (modeling.__name__,)
+#: DeepSeek-V3's block names, which Bailing shares: the default block, its mixture's router at ``mlp.gate``
+BLOCK_NAMES = {**default.FAMILY.rename, "mlp.gate": "mlp.router"}
+#: DeepSeek-V3's components, which Bailing shares: the default block, its MLP a sigmoid-routed mixture
+BLOCK = {**default.FAMILY.envoys, "layers.*.mlp": SigmoidMoe}
 
 
 class KimiDeltaAttention(LinearAttention):
@@ -50,5 +56,11 @@ class KimiDeltaAttention(LinearAttention):
         return value
 
 
-RENAME = {**deepseek_v3.RENAME, modeling.KimiLinearDeltaAttention: "linear_attn"}
-ENVOYS = {**deepseek_v3.ENVOYS, modeling.KimiLinearDeltaAttention: KimiDeltaAttention}
+FAMILY = RecurrentFamily(
+    name="kimi_linear",
+    model_types=("kimi_linear",),
+    modeling=(modeling.__name__,),
+    rename={**BLOCK_NAMES, modeling.KimiLinearDeltaAttention: "linear_attn"},
+    envoys={**BLOCK, modeling.KimiLinearDeltaAttention: KimiDeltaAttention},
+    tiny={"kimi_linear": TinyConfig("kimi_linear", KIMI_DELTA)},
+)

@@ -7,17 +7,32 @@ its ``attention_output`` is all the block adds, so
 """
 
 from nnterp import Layer
+from nnterp.tiny import TinyConfig
 
 from ..components.selective_scan import SelectiveScan
+from ..family import RecurrentFamily
+from ..tiny import SELECTIVE_SCAN
 
-#: the transformers modules whose kernels route_kernels binds
-MODELING = ("transformers.models.mamba.modeling_mamba",)
-
-RENAME = {
-    "backbone.layers": "layers",
-    "backbone.embeddings": "embed_tokens",
-    "backbone.norm_f": "norm",
-    "mixer": "linear_attn",
-    "norm": "input_layernorm",
-}
-ENVOYS = {"layers.*": Layer, "layers.*.linear_attn": SelectiveScan}
+FAMILY = RecurrentFamily(
+    name="mamba",
+    model_types=("mamba",),
+    modeling=("transformers.models.mamba.modeling_mamba",),
+    rename={
+        "backbone.layers": "layers",
+        "backbone.embeddings": "embed_tokens",
+        "backbone.norm_f": "norm",
+        "mixer": "linear_attn",
+        "norm": "input_layernorm",
+    },
+    envoys={"layers.*": Layer, "layers.*.linear_attn": SelectiveScan},
+    tiny={"mamba": TinyConfig("mamba", SELECTIVE_SCAN)},
+    skips={
+        "mamba": {
+            "head_outputs_make_the_projection": "no block has self_attn.attention_head_outputs",
+            "mid_stream": "no post_attention_layernorm module on this block",
+            "neurons_make_contribution": "no block has mlp.mlp_activation, mlp.mlp_neurons",
+            "pattern_is_softmax_of_scores": "no block has self_attn.attention_scores",
+            "written_pattern_moves_logits": "no block has self_attn.attention_probabilities",
+        },
+    },
+)

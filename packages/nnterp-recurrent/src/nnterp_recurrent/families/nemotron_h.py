@@ -19,15 +19,21 @@ latent space, is not served.
 """
 
 import nnterp  # noqa: F401 - nnsight before transformers.models
-from nnterp import Layer, Moe, needs_grouped_experts, unavailable
+from nnterp import Layer, Moe, SigmoidMoe, needs_grouped_experts, unavailable
 from nnterp.families import default
-from nnterp_text.families import deepseek_v3
+from nnterp.tiny import TinyConfig
 from transformers.models.nemotron_h import modeling_nemotron_h as modeling
 
 from ..components.state_space import StateSpace
+from ..family import RecurrentFamily
 
-#: the transformers modules whose kernels route_kernels binds
-MODELING = (modeling.__name__,)
+#: a Mamba-2 mixer (Nemotron-H's own field names) and one block of each kind: Mamba-2, mixture, attention,
+#: dense MLP, then Mamba-2 again so a decode step crosses two mixers
+SIZES = {
+    "mamba_num_heads": 8, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 8, "chunk_size": 4,
+    "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp", "linear_attention"],
+    "moe_shared_expert_intermediate_size": 32,
+}
 
 LATENT = (
     "the routed experts run in a latent space (config.moe_latent_size) and their slots are summed there, "
@@ -82,7 +88,7 @@ class NemotronHLayer(Layer):
     )
 
 
-class NemotronHMoe(deepseek_v3.SigmoidMoe):
+class NemotronHMoe(SigmoidMoe):
     """Nemotron-H's mixture: DeepSeek-V3's over ungated experts, with an optional latent projection.
 
     ``routed_output`` is read after ``fc2_latent_proj`` (an identity without
@@ -99,19 +105,41 @@ class NemotronHMoe(deepseek_v3.SigmoidMoe):
     expert_outputs = Moe.expert_outputs.at(unavailable=latent_slots)
 
 
-# by class: every block's one sublayer is its ``mixer``, and the standard name follows what the block holds
-RENAME = {
-    **default.RENAME,
-    "model.embeddings": "embed_tokens",
-    "model.norm_f": "norm",
-    # the Mamba-2 mixer's own gated norm is a ``norm`` too
-    modeling.NemotronHRMSNorm: "input_layernorm",
-    modeling.NemotronHMamba2Mixer: "linear_attn",
-    modeling.NemotronHAttention: "self_attn",
-    # also names the mixture's shared expert ``mlp`` on the mixture: its one child of that class
-    modeling.NemotronHMLP: "mlp",
-    modeling.NemotronHMoE: "mlp",
-    modeling.NemotronHTopkRouter: "router",
-}
-# a dense MLP is a NemotronHMoe too: its routing values say it routes nothing
-ENVOYS = {**default.ENVOYS, "layers.*": NemotronHLayer, "layers.*.mlp": NemotronHMoe, "layers.*.linear_attn": StateSpace}
+FAMILY = RecurrentFamily(
+    name="nemotron_h",
+    model_types=("nemotron_h",),
+    modeling=(modeling.__name__,),
+    # by class: every block's one sublayer is its ``mixer``, and the standard name follows what the block holds
+    rename={
+        **default.FAMILY.rename,
+        "model.embeddings": "embed_tokens",
+        "model.norm_f": "norm",
+        # the Mamba-2 mixer's own gated norm is a ``norm`` too
+        modeling.NemotronHRMSNorm: "input_layernorm",
+        modeling.NemotronHMamba2Mixer: "linear_attn",
+        modeling.NemotronHAttention: "self_attn",
+        # also names the mixture's shared expert ``mlp`` on the mixture: its one child of that class
+        modeling.NemotronHMLP: "mlp",
+        modeling.NemotronHMoE: "mlp",
+        modeling.NemotronHTopkRouter: "router",
+    },
+    # a dense MLP is a NemotronHMoe too: its routing values say it routes nothing
+    envoys={**default.FAMILY.envoys, "layers.*": NemotronHLayer, "layers.*.mlp": NemotronHMoe, "layers.*.linear_attn": StateSpace},
+    tiny={
+        # grouped sigmoid routing: 8 experts in 2 groups, one group kept, weights scaled
+        "nemotron_h": TinyConfig("nemotron_h", {**SIZES, "n_routed_experts": 8, "n_group": 2, "topk_group": 1, "routed_scaling_factor": 2.5}),
+        # the routed experts run in a latent space between fc1_latent_proj and fc2_latent_proj
+        "nemotron_h-latent": TinyConfig("nemotron_h", {**SIZES, "moe_latent_size": 32}),
+    },
+    skips={
+        "nemotron_h": {
+            "mid_stream": "a Nemotron-H block holds one sublayer",
+            "written_state_continues": "the chunk scan has no per-token state to walk or write",
+        },
+        "nemotron_h-latent": {
+            "mid_stream": "a Nemotron-H block holds one sublayer",
+            "rerouted_slot_runs_the_new_expert": "no mlp module on this block",
+            "written_state_continues": "the chunk scan has no per-token state to walk or write",
+        },
+    },
+)

@@ -11,11 +11,12 @@ doubled, into (0, 2).
 import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import Layer, Mlp, PostNormAttention, PostNormLayer
 from nnterp.families import default
+from nnterp.tiny import TinyConfig
 from transformers.models.olmo_hybrid import modeling_olmo_hybrid as modeling
 
 from ..components import LinearAttention
-
-MODELING = (modeling.__name__,)
+from ..family import RecurrentFamily
+from ..tiny import DELTANET
 
 
 class OlmoHybridMlp(Mlp):
@@ -35,11 +36,22 @@ class OlmoHybridDeltaNet(LinearAttention):
         return (0.0, 2.0) if self._module.allow_neg_eigval else (0.0, 1.0)
 
 
-RENAME = default.RENAME
-ENVOYS = {
-    modeling.OlmoHybridAttentionDecoderLayer: PostNormLayer,
-    modeling.OlmoHybridLinearAttentionDecoderLayer: Layer,
-    "layers.*.self_attn": PostNormAttention,
-    "layers.*.linear_attn": OlmoHybridDeltaNet,
-    "layers.*.mlp": OlmoHybridMlp,
-}
+FAMILY = RecurrentFamily(
+    name="olmo_hybrid",
+    model_types=("olmo_hybrid",),
+    modeling=(modeling.__name__,),
+    rename=default.FAMILY.rename,
+    envoys={
+        modeling.OlmoHybridAttentionDecoderLayer: PostNormLayer,
+        modeling.OlmoHybridLinearAttentionDecoderLayer: Layer,
+        "layers.*.self_attn": PostNormAttention,
+        "layers.*.linear_attn": OlmoHybridDeltaNet,
+        "layers.*.mlp": OlmoHybridMlp,
+    },
+    tiny={
+        # betas doubled into (0, 2), the config's default
+        "olmo_hybrid": TinyConfig("olmo_hybrid", DELTANET),
+        # betas a plain sigmoid, in (0, 1)
+        "olmo_hybrid-sigmoid": TinyConfig("olmo_hybrid", {**DELTANET, "linear_allow_neg_eigval": False}),
+    },
+)

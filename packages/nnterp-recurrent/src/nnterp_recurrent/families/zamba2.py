@@ -18,13 +18,12 @@ across the hybrid blocks (every ``num_mem_blocks``), its LoRA adapters not.
 from typing import Any
 
 from nnterp import Attention, Layer, Mlp, unavailable
+from nnterp.tiny import TinyConfig
 from torch import Tensor
 from transformers.models.zamba2 import modeling_zamba2 as modeling
 
 from ..components.state_space import StateSpace
-
-#: the transformers modules whose kernels route_kernels binds
-MODELING = (modeling.__name__,)
+from ..family import RecurrentFamily
 
 SHARED = (
     "a Zamba2 hybrid block adds only its Mamba-2 mixer's output to the stream: the shared transformer's {sublayer} "
@@ -76,19 +75,34 @@ class Zamba2SharedMlp(Mlp):
         return self.source.gate_up_state_2.output[1]
 
 
-RENAME = {
-    "model.layers": "layers",
-    "model.embed_tokens": "embed_tokens",
-    "model.final_layernorm": "norm",
-    "mamba": "linear_attn",
-    "mamba_decoder.mamba": "linear_attn",
-    "shared_transformer.self_attn": "self_attn",
-    "shared_transformer.feed_forward": "mlp",
-    "shared_transformer.pre_ff_layernorm": "post_attention_layernorm",
-}
-ENVOYS = {
-    "layers.*": Zamba2Layer,
-    "layers.*.linear_attn": StateSpace,
-    "layers.*.self_attn": Zamba2SharedAttention,
-    "layers.*.mlp": Zamba2SharedMlp,
-}
+FAMILY = RecurrentFamily(
+    name="zamba2",
+    model_types=("zamba2",),
+    modeling=(modeling.__name__,),
+    rename={
+        "model.layers": "layers",
+        "model.embed_tokens": "embed_tokens",
+        "model.final_layernorm": "norm",
+        "mamba": "linear_attn",
+        "mamba_decoder.mamba": "linear_attn",
+        "shared_transformer.self_attn": "self_attn",
+        "shared_transformer.feed_forward": "mlp",
+        "shared_transformer.pre_ff_layernorm": "post_attention_layernorm",
+    },
+    envoys={
+        "layers.*": Zamba2Layer,
+        "layers.*.linear_attn": StateSpace,
+        "layers.*.self_attn": Zamba2SharedAttention,
+        "layers.*.mlp": Zamba2SharedMlp,
+    },
+    tiny={
+        # blocks: mamba, hybrid, mamba, hybrid: one shared transformer, tied, with LoRA adapters (kv heads == heads) and rotary
+        "zamba2": TinyConfig("zamba2", {"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"], "n_mamba_heads": 8, "mamba_ngroups": 2, "mamba_d_state": 8, "chunk_size": 4, "num_key_value_heads": 4, "use_shared_attention_adapter": True, "adapter_rank": 8, "use_mem_rope": True}),
+    },
+    skips={
+        "zamba2": {
+            "mid_stream": "no post_attention_layernorm module on this block",
+            "written_state_continues": "the chunk scan has no per-token state to walk or write",
+        },
+    },
+)

@@ -7,10 +7,10 @@ the block's ``expert_bias`` are chosen, weighed by the unbiased scores,
 renormalized and multiplied by ``route_scale``. A shared expert runs beside.
 """
 
-from nnterp import GatedAttention, Moe, PostNormAttention
+from nnterp import GatedAttention, Moe, PostNormAttention, TinyConfig
 from nnterp.families import default
 
-from .gemma2 import ENVOYS as GEMMA2
+from . import gemma2
 
 
 class AfmoeAttention(GatedAttention, PostNormAttention):
@@ -29,6 +29,10 @@ class AfmoeMoe(Moe):
         return self._module.expert_bias
 
 
-ENVOYS = {**GEMMA2, "layers.*.self_attn": AfmoeAttention, "layers.*.mlp": AfmoeMoe}
-
-RENAME = {**default.RENAME, "pre_mlp_layernorm": "pre_feedforward_layernorm", "post_mlp_layernorm": "post_feedforward_layernorm"}
+FAMILY = default.FAMILY.replace(
+    name="afmoe",
+    model_types=("afmoe",),
+    rename={**default.FAMILY.rename, "pre_mlp_layernorm": "pre_feedforward_layernorm", "post_mlp_layernorm": "post_feedforward_layernorm"},
+    envoys={**gemma2.FAMILY.envoys, "layers.*.self_attn": AfmoeAttention, "layers.*.mlp": AfmoeMoe},
+    tiny={"afmoe": TinyConfig("afmoe")},
+)

@@ -1,9 +1,7 @@
 """Aria's text model: OLMoE's mixture under its own ``router``, which softmaxes the top-k logits; ``shared_experts`` beside."""
 
-from nnterp import Moe
+from nnterp import Moe, TinyConfig
 from nnterp.families import default
-
-RENAME = default.RENAME
 
 
 class AriaMoe(Moe):
@@ -11,4 +9,14 @@ class AriaMoe(Moe):
     TOPK_FIRST = True
 
 
-ENVOYS = {**default.ENVOYS, "layers.*.mlp": AriaMoe}
+FAMILY = default.FAMILY.replace(
+    name="aria_text",
+    model_types=("aria_text",),
+    envoys={**default.FAMILY.envoys, "layers.*.mlp": AriaMoe},
+    tiny={"aria_text": TinyConfig("aria_text")},
+    skips={
+        "aria_text": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

@@ -5,14 +5,19 @@ block adds) is the norm's output and ``mixture_output`` (the experts' sum)
 is what the norm is called with.
 """
 
-from nnterp import Moe
+from nnterp import Moe, SigmoidMoe, TinyConfig
 
-from .deepseek_v3 import ENVOYS as DEEPSEEK_V3
-from .deepseek_v3 import RENAME, SigmoidMoe  # noqa: F401 - DeepSeek-V3's names
+from ..tiny import MLA, ROUTE, SPARSE
+from . import deepseek_v3
 
 
 class Axk1Moe(SigmoidMoe):
     mixture_output = Moe.mixture_output.at("post_mlp_layernorm.input", select=None)
 
 
-ENVOYS = {**DEEPSEEK_V3, "layers.*.mlp": Axk1Moe}
+FAMILY = deepseek_v3.FAMILY.replace(
+    name="axk1",
+    model_types=("axk1",),
+    envoys={**deepseek_v3.FAMILY.envoys, "layers.*.mlp": Axk1Moe},
+    tiny={"axk1": TinyConfig("axk1", {**MLA, **ROUTE, **SPARSE, "num_hidden_layers": 3})},
+)

@@ -5,11 +5,11 @@ Its sparse blocks are DeepSeek-V3's mixture but for one line: grouped routing
 -inf, so a kept expert whose biased score is negative can lose to a dropped one.
 """
 
+from nnterp import SigmoidMoe, TinyConfig
 from torch import Tensor
 
-from nnterp_text.families.deepseek_v3 import SigmoidMoe
-from nnterp_text.families.laguna import ENVOYS as LAGUNA
-from nnterp_text.families.laguna import RENAME  # noqa: F401 - the same diff of the default
+from ..tiny import GROUPED_ROUTE, INDEXER, MLA, ROUTE, SPARSE
+from . import laguna
 
 
 class Axk2Moe(SigmoidMoe):
@@ -18,4 +18,12 @@ class Axk2Moe(SigmoidMoe):
         return choice.masked_fill(dropped, 0.0)
 
 
-ENVOYS = {**LAGUNA, "layers.*.mlp": Axk2Moe}
+FAMILY = laguna.FAMILY.replace(
+    name="axk2",
+    model_types=("axk2",),
+    envoys={**laguna.FAMILY.envoys, "layers.*.mlp": Axk2Moe},
+    tiny={
+        "axk2": TinyConfig("axk2", {**MLA, **ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
+        "axk2-grouped": TinyConfig("axk2", {**MLA, **GROUPED_ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
+    },
+)

@@ -20,11 +20,9 @@ weights instead. The logits are softcapped.
 
 from typing import Any
 
-from nnterp import GatedAttention, Moe, unavailable
-from nnterp.logits import softcapped as project_on_vocab  # noqa: F401 - the family's logits
+from nnterp import GatedAttention, Moe, TinyConfig, unavailable
 
-from .deepseek_v3 import RENAME as DEEPSEEK_V3
-from .gemma2 import ENVOYS as GEMMA2
+from . import deepseek_v3, gemma2
 
 DEPTH_SCALED = (
     "Beam adds the {sublayer} as {stream} = sqrt((k - 1) / k) * {residual} + {native} / sqrt(k), with k = {k}: "
@@ -62,5 +60,18 @@ class BeamMoe(Moe):
     routed_output = Moe.routed_output.scaled(_routed_scale)
 
 
-RENAME = DEEPSEEK_V3
-ENVOYS = {**GEMMA2, "layers.*.self_attn": BeamAttention, "layers.*.mlp": BeamMoe}
+FAMILY = gemma2.FAMILY.replace(
+    name="beam",
+    model_types=("beam",),
+    rename=deepseek_v3.FAMILY.rename,
+    envoys={**gemma2.FAMILY.envoys, "layers.*.self_attn": BeamAttention, "layers.*.mlp": BeamMoe},
+    # Beam's default n_group=8 cannot split the shrunk experts
+    tiny={"beam": TinyConfig("beam", {"num_experts": 8, "n_group": 4, "topk_group": 2, "sliding_window": 4})},
+    skips={
+        "beam": {
+            "contribution": "Beam adds the attention as layer_mid = sqrt((k - 1) / k) * layer_input",
+            "contribution_at_every_step": "Beam adds the attention as layer_mid = sqrt((k - 1) / k) * layer_input",
+            "mid_stream": "Beam adds the attention as layer_mid = sqrt((k - 1) / k) * layer_input",
+        },
+    },
+)

@@ -14,18 +14,17 @@ native ``output`` submodule as ``E_output``, its ``output`` being the served
 value. The head (``cls.predictions``: dense, activation, LayerNorm, decoder)
 is the ``lm_head`` and reads the last block's normalized output directly.
 
-Its renamed copies (RoBERTa, CamemBERT, ELECTRA ...) import this module and
-change ``RENAME``'s prefixes.
+Its renamed copies (RoBERTa, CamemBERT, ELECTRA ...) are diffs of this
+family: ``rename`` gives their prefixes, ``tiny_decoder`` their checkpoints.
 """
 
 from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, Mlp, PostNormLayer, each_interior, unavailable
-from nnterp.families import default
+from nnterp import Attention, Family, Mlp, PostNormLayer, TinyConfig, each_interior, unavailable
 
-from .openai_gpt import POST_LN
+from .openai_gpt import POST_LN, POST_LN_SKIPS
 
 #: the modules inside one block, the same on every copy of BERT
 BLOCK = {
@@ -41,20 +40,13 @@ BLOCK = {
 
 
 def rename(backbone: str, head: str) -> dict[str, str]:
-    """The RENAME of a copy of BERT whose encoder is ``backbone`` and whose LM head is ``head``."""
+    """The ``rename`` of a copy of BERT whose encoder is ``backbone`` and whose LM head is ``head``."""
     return {
         f"{backbone}.encoder.layer": "layers",
         f"{backbone}.embeddings.word_embeddings": "embed_tokens",
         head: "lm_head",
         **BLOCK,
     }
-
-
-RENAME = rename("bert", "cls.predictions")
-
-NO_FINAL_NORM = (
-    "a post-LN model: the last block's output LayerNorm normalizes the stream the LM head reads; there is no final norm"
-)
 
 
 def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
@@ -103,4 +95,18 @@ class BertMlp(Mlp):
         return int(self.up_proj._module.out_features)
 
 
-ENVOYS = {**default.ENVOYS, "layers.*": BertLayer, "layers.*.self_attn": BertAttention, "layers.*.mlp": BertMlp}
+def tiny_decoder(model_type: str, **fields: object) -> dict[str, TinyConfig]:
+    """The tiny checkpoint of a copy of BERT, named as its model type: ``is_decoder`` makes its attention causal, as a causal LM's."""
+    return {model_type: TinyConfig(model_type, {"is_decoder": True, **fields})}
+
+
+FAMILY = Family(
+    name="bert",
+    model_types=("bert",),
+    rename=rename("bert", "cls.predictions"),
+    envoys={"layers.*": BertLayer, "layers.*.self_attn": BertAttention, "layers.*.mlp": BertMlp},
+    no_final_norm="a post-LN model: the last block's output LayerNorm normalizes the stream the LM head reads; there is no final norm",
+    project_on_vocab=project_on_vocab,
+    tiny=tiny_decoder("bert"),
+    skips={"bert": POST_LN_SKIPS},
+)

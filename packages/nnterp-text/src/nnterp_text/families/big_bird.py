@@ -16,11 +16,9 @@ from typing import Any
 
 from nnterp import each_interior
 
-from .post_ln_own_attention import *  # noqa: F403
-from .post_ln_own_attention import ENVOYS as OWN_ENVOYS
-from .post_ln_own_attention import OwnArithmeticBertAttention, rename
+from . import bert, post_ln_own_attention
+from .post_ln_own_attention import OwnArithmeticBertAttention
 
-RENAME = rename("bert", "cls.predictions")
 
 BLOCK_SPARSE = (
     'attention_type="block_sparse": BigBirdBlockSparseAttention computes the pattern in pieces inside its '
@@ -45,4 +43,12 @@ class BigBirdAttention(OwnArithmeticBertAttention):
     """BigBird's attention: the interior of the full-attention path, unavailable under block-sparse attention."""
 
 
-ENVOYS = {**OWN_ENVOYS, "layers.*.self_attn": BigBirdAttention}
+FAMILY = post_ln_own_attention.FAMILY.replace(
+    name="big_bird",
+    model_types=("big_bird",),
+    rename=bert.rename("bert", "cls.predictions"),
+    envoys={**post_ln_own_attention.FAMILY.envoys, "layers.*.self_attn": BigBirdAttention},
+    # full attention: the block-sparse default builds its pattern in pieces (its values say so when loaded that way)
+    tiny=bert.tiny_decoder("big_bird", attention_type="original_full"),
+    skips={"big_bird": bert.POST_LN_SKIPS},
+)

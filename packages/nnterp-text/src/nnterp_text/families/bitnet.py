@@ -6,7 +6,7 @@ normalizes ``act(gate) * up`` (``ffn_sub_norm``) before ``down_proj``, so no
 one tensor is both the gated product and what ``down_proj`` sums.
 """
 
-from nnterp import GatedAttention, Mlp, unavailable
+from nnterp import GatedAttention, Mlp, TinyConfig, unavailable
 from nnterp.families import default
 
 
@@ -21,5 +21,14 @@ class BitNetMlp(Mlp):
     )
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": BitNetAttention, "layers.*.mlp": BitNetMlp}
+FAMILY = default.FAMILY.replace(
+    name="bitnet",
+    model_types=("bitnet",),
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": BitNetAttention, "layers.*.mlp": BitNetMlp},
+    tiny={"bitnet": TinyConfig("bitnet", {"num_hidden_layers": 3})},
+    skips={
+        "bitnet": {
+            "neurons_make_contribution": "BitNet normalizes act(gate) * up across the whole layer",
+        },
+    },
+)

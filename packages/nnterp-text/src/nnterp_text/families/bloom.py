@@ -12,19 +12,8 @@ from typing import Any, Callable
 
 from torch import Tensor
 
-from nnterp import Attention, EProperty, HeadOutputs, Layer, Mlp, TokenEProperty, interface_reason, seq_first
-from nnterp.families import default
+from nnterp import Attention, EProperty, Family, HeadOutputs, Layer, Mlp, TinyConfig, TokenEProperty, interface_reason, seq_first
 
-RENAME = {
-    "transformer.h": "layers",
-    "transformer.word_embeddings": "embed_tokens",
-    "transformer.ln_f": "norm",
-    "self_attention": "self_attn",
-    "self_attention.dense": "self_attention.o_proj",
-    "mlp.dense_h_to_4h": "mlp.up_proj",
-    "mlp.gelu_impl": "mlp.act_fn",
-    "mlp.dense_4h_to_h": "mlp.down_proj",
-}
 
 POST_LAYERNORM_RESIDUAL = (
     "apply_residual_connection_post_layernorm=True: each sublayer is added to its pre-norm's output, "
@@ -110,9 +99,19 @@ class BloomMlp(Mlp):
     mlp_output = Mlp.mlp_output.at("source.dropout_add_0.input", select=None, unavailable=post_layernorm_residual)
 
 
-ENVOYS = {
-    **default.ENVOYS,
-    "layers.*": BloomLayer,
-    "layers.*.self_attn": BloomAttention,
-    "layers.*.mlp": BloomMlp,
-}
+FAMILY = Family(
+    name="bloom",
+    model_types=("bloom",),
+    rename={
+        "transformer.h": "layers",
+        "transformer.word_embeddings": "embed_tokens",
+        "transformer.ln_f": "norm",
+        "self_attention": "self_attn",
+        "self_attention.dense": "self_attention.o_proj",
+        "mlp.dense_h_to_4h": "mlp.up_proj",
+        "mlp.gelu_impl": "mlp.act_fn",
+        "mlp.dense_4h_to_h": "mlp.down_proj",
+    },
+    envoys={"layers.*": BloomLayer, "layers.*.self_attn": BloomAttention, "layers.*.mlp": BloomMlp},
+    tiny={"bloom": TinyConfig("bloom", {"n_layer": 3})},
+)

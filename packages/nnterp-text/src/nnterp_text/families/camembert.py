@@ -1,7 +1,11 @@
 """CamemBERT: RoBERTa's block and head, under the same names."""
 
-from .bert import *  # noqa: F403
-from .bert import rename
-from .roberta import position_ids  # noqa: F401 - RoBERTa's positions
+from . import bert, roberta
 
-RENAME = rename("roberta", "lm_head")
+
+FAMILY = roberta.FAMILY.replace(
+    name="camembert",
+    model_types=("camembert",),
+    tiny=bert.tiny_decoder("camembert"),
+    skips={"camembert": bert.POST_LN_SKIPS},
+)

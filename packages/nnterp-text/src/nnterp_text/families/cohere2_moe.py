@@ -9,13 +9,10 @@ a write is doubled back. Blocks whose ``mlp_layer_types`` entry is "dense"
 have no mixture.
 """
 
-from nnterp import Moe
+from nnterp import Moe, TinyConfig
 
-from .cohere import ENVOYS as COHERE
-from .cohere import RENAME as COHERE_NAMES
-from .cohere import project_on_vocab  # noqa: F401 - the family's logits
-
-RENAME = {**COHERE_NAMES, "mlp.gate": "mlp.router"}
+from . import cohere
+from .cohere import COHERE_SCALE
 
 
 def combination(envoy) -> float:
@@ -41,4 +38,25 @@ class CohereMoe(Moe):
         return self.SCORING == "sigmoid" and super().normalizes()
 
 
-ENVOYS = {**COHERE, "layers.*.mlp": CohereMoe}
+#: three blocks, the first dense, with a shared expert beside the routed ones
+MIXTURE = {"num_hidden_layers": 3, "sliding_window": 4, "mlp_layer_types": ["dense", "sparse", "sparse"], "num_shared_experts": 1, **COHERE_SCALE}
+
+FAMILY = cohere.FAMILY.replace(
+    name="cohere2_moe",
+    model_types=("cohere2_moe",),
+    rename={**cohere.FAMILY.rename, "mlp.gate": "mlp.router"},
+    envoys={**cohere.FAMILY.envoys, "layers.*.mlp": CohereMoe},
+    tiny={
+        "cohere2_moe": TinyConfig("cohere2_moe", MIXTURE),
+        # the sigmoid router, its shared expert summed rather than averaged
+        "cohere2_moe-sigmoid": TinyConfig("cohere2_moe", {**MIXTURE, "expert_selection_fn": "sigmoid", "shared_expert_combination_strategy": "sum"}),
+    },
+    skips={
+        "cohere2_moe": {
+            "mid_stream": "a parallel block",
+        },
+        "cohere2_moe-sigmoid": {
+            "mid_stream": "a parallel block",
+        },
+    },
+)

@@ -1,7 +1,12 @@
 """Data2Vec text: RoBERTa's block and head under ``data2vec_text``."""
 
-from .bert import *  # noqa: F403
-from .bert import rename
-from .roberta import position_ids  # noqa: F401 - RoBERTa's positions
+from . import bert, roberta
 
-RENAME = rename("data2vec_text", "lm_head")
+
+FAMILY = roberta.FAMILY.replace(
+    name="data2vec_text",
+    model_types=("data2vec-text",),
+    rename=bert.rename("data2vec_text", "lm_head"),
+    tiny=bert.tiny_decoder("data2vec-text"),
+    skips={"data2vec-text": bert.POST_LN_SKIPS},
+)

@@ -15,7 +15,7 @@ held: ``expert_outputs`` says so.
 
 from torch import Tensor
 
-from nnterp import Attention, Layer, Moe, unavailable
+from nnterp import Attention, Family, Layer, Moe, TinyConfig, unavailable
 
 OWN_LOOP = (
     "DBRX's experts run their own loop, one call of experts.mlp per expert chosen, so the slots' outputs are "
@@ -41,19 +41,38 @@ class DbrxMoe(Moe):
         return weights, indices
 
 
-RENAME = {
-    "transformer.blocks": "layers",
-    "transformer.wte": "embed_tokens",
-    "transformer.norm_f": "norm",
-    "norm_attn_norm.attn": "self_attn",
-    "norm_attn_norm.norm_1": "input_layernorm",
-    "norm_attn_norm.norm_2": "post_attention_layernorm",
-    "attn.out_proj": "attn.o_proj",
-    "ffn": "mlp",
-}
+#: DBRX's sizes, shrunk: its config nests the attention's and the FFN's
+SIZES = {"n_layers": 3, "n_heads": 4, "max_seq_len": 256, "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 10000.0}}
+#: the mixture's sizes
+FFN = {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}
 
-ENVOYS = {
-    "layers.*": Layer,
-    "layers.*.norm_attn_norm.attn": Attention,
-    "layers.*.ffn": DbrxMoe,
-}
+FAMILY = Family(
+    name="dbrx",
+    model_types=("dbrx",),
+    rename={
+        "transformer.blocks": "layers",
+        "transformer.wte": "embed_tokens",
+        "transformer.norm_f": "norm",
+        "norm_attn_norm.attn": "self_attn",
+        "norm_attn_norm.norm_1": "input_layernorm",
+        "norm_attn_norm.norm_2": "post_attention_layernorm",
+        "attn.out_proj": "attn.o_proj",
+        "ffn": "mlp",
+    },
+    envoys={"layers.*": Layer, "layers.*.norm_attn_norm.attn": Attention, "layers.*.ffn": DbrxMoe},
+    tiny={
+        "dbrx": TinyConfig("dbrx", {**SIZES, "ffn_config": FFN}),
+        # an L2 norm of the top-k weights instead of L1
+        "dbrx-l2": TinyConfig("dbrx", {**SIZES, "ffn_config": {**FFN, "moe_normalize_expert_weights": 2.0}}),
+    },
+    skips={
+        "dbrx": {
+            "neurons_make_contribution": "a mixture of experts",
+            "rerouted_slot_runs_the_new_expert": "DBRX's experts run their own loop, one call of experts.mlp per expert",
+        },
+        "dbrx-l2": {
+            "neurons_make_contribution": "a mixture of experts",
+            "rerouted_slot_runs_the_new_expert": "DBRX's experts run their own loop, one call of experts.mlp per expert",
+        },
+    },
+)

@@ -6,10 +6,10 @@ it first keeps the ``topk_group`` groups with the highest single score
 (``GROUP_SCORE = "max"``); under ``"greedy"`` it ignores ``n_group``.
 """
 
-from nnterp import Moe
+from nnterp import Moe, TinyConfig
 
-from .deepseek_v3 import ENVOYS as DEEPSEEK_V3
-from .deepseek_v3 import RENAME  # noqa: F401 - the same names
+from ..tiny import GROUPED_ROUTE, MLA, ROUTE
+from . import deepseek_v3
 
 
 class DeepseekV2Moe(Moe):
@@ -23,4 +23,14 @@ class DeepseekV2Moe(Moe):
         return super().groups()
 
 
-ENVOYS = {**DEEPSEEK_V3, "layers.*.mlp": DeepseekV2Moe}
+FAMILY = deepseek_v3.FAMILY.replace(
+    name="deepseek_v2",
+    model_types=("deepseek_v2",),
+    envoys={**deepseek_v3.FAMILY.envoys, "layers.*.mlp": DeepseekV2Moe},
+    tiny={
+        "deepseek_v2": TinyConfig("deepseek_v2", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_experts_per_tok": 2}),
+        # grouped routing: eight experts in four groups, the best two groups kept, two experts chosen
+        # group_limited_greedy: the best single score picks the groups; scaled
+        "deepseek_v2-grouped": TinyConfig("deepseek_v2", {**MLA, **GROUPED_ROUTE, "topk_method": "group_limited_greedy", "routed_scaling_factor": 2.5, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
+    },
+)

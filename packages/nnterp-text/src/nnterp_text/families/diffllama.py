@@ -10,7 +10,7 @@ once per call, so no one tensor is what the values are mixed with: they are
 unavailable, and so are per-head outputs, which ``o_proj`` never receives.
 """
 
-from nnterp import Attention, unavailable
+from nnterp import Attention, TinyConfig, unavailable
 from nnterp.families import default
 
 TWO_CALLS = (
@@ -35,5 +35,16 @@ class DifferentialAttention(Attention):
     attention_head_outputs = unavailable(PAIRED_HEADS)
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": DifferentialAttention}
+FAMILY = default.FAMILY.replace(
+    name="diffllama",
+    model_types=("diffllama",),
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": DifferentialAttention},
+    tiny={"diffllama": TinyConfig("diffllama")},
+    skips={
+        "diffllama": {
+            "head_outputs_make_the_projection": "differential attention",
+            "pattern_is_softmax_of_scores": "differential attention",
+            "written_pattern_moves_logits": "differential attention",
+        },
+    },
+)

@@ -14,7 +14,7 @@ it, as ALiBi's scores include theirs.
 
 from typing import Any
 
-from nnterp import Attention, Mlp, unavailable
+from nnterp import Attention, Mlp, TinyConfig, unavailable
 from nnterp.families import default
 
 RESCALED = (
@@ -53,5 +53,16 @@ class RescaledResidualMlp(Mlp):
     )
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": RescaledResidualAttention, "layers.*.mlp": RescaledResidualMlp}
+FAMILY = default.FAMILY.replace(
+    name="doge",
+    model_types=("doge",),
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": RescaledResidualAttention, "layers.*.mlp": RescaledResidualMlp},
+    tiny={"doge": TinyConfig("doge", {"keep_window_size": 4})},
+    skips={
+        "doge": {
+            "contribution": "the block scales the residual by a learned input_residual before adding",
+            "contribution_at_every_step": "the block scales the residual by a learned input_residual before adding",
+            "mid_stream": "the block scales the residual by a learned input_residual before adding",
+        },
+    },
+)

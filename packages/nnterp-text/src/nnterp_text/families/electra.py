@@ -4,12 +4,19 @@ from typing import Any
 
 from torch import Tensor
 
-from .bert import *  # noqa: F403
-from .bert import rename
-
-RENAME = rename("electra", "generator_lm_head")
+from . import bert
 
 
 def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
     """The generator's prediction transform, then ``lm_head``: the head reads the last block's output directly."""
     return model.lm_head(model.generator_predictions(hidden))
+
+
+FAMILY = bert.FAMILY.replace(
+    name="electra",
+    model_types=("electra",),
+    rename=bert.rename("electra", "generator_lm_head"),
+    project_on_vocab=project_on_vocab,
+    tiny=bert.tiny_decoder("electra"),
+    skips={"electra": bert.POST_LN_SKIPS},
+)

@@ -6,10 +6,11 @@ config), so a text-only checkpoint would not load back; importing this family
 registers the missing entry, as transformers' own mapping would.
 """
 
-from nnterp.families import default  # nnterp (and so nnsight) before transformers' models
+from nnterp import TinyConfig  # nnterp (and so nnsight) before transformers' models
+from nnterp.families import default
 from transformers import AutoModelForCausalLM, Emu3ForCausalLM, Emu3TextConfig
 
 AutoModelForCausalLM.register(Emu3TextConfig, Emu3ForCausalLM, exist_ok=True)
 
-RENAME = default.RENAME
-ENVOYS = default.ENVOYS
+
+FAMILY = default.FAMILY.replace(name="emu3", model_types=("emu3", "emu3_text_model"), tiny={"emu3": TinyConfig("emu3")})

@@ -9,10 +9,9 @@ probabilities and divides by their sum clamped below at ``moe_norm_min``.
 
 from torch import Tensor
 
-from nnterp import Moe
+from nnterp import Moe, TinyConfig
 
-from .olmoe import ENVOYS as OLMOE
-from .olmoe import RENAME  # noqa: F401 - the same names
+from . import olmoe
 
 
 class ErnieMoe(Moe):
@@ -26,4 +25,9 @@ class ErnieMoe(Moe):
         return weights / weights.sum(-1, keepdim=True).clamp(min=self.router._module.norm_min), indices
 
 
-ENVOYS = {**OLMOE, "layers.*.mlp": ErnieMoe}
+FAMILY = olmoe.FAMILY.replace(
+    name="ernie4_5_moe",
+    model_types=("ernie4_5_moe",),
+    envoys={**olmoe.FAMILY.envoys, "layers.*.mlp": ErnieMoe},
+    tiny={"ernie4_5_moe": TinyConfig("ernie4_5_moe")},
+)

@@ -13,20 +13,10 @@ from typing import Any, Callable
 
 from torch import Tensor
 
-from nnterp import PARALLEL, Attention, EProperty, HeadOutputs, Keys, Layer, Mlp, Residual, Values, interface_reason
-from nnterp.families import default
+from nnterp import PARALLEL, Attention, EProperty, Family, HeadOutputs, Keys, Layer, Mlp, Residual, TinyConfig, Values, interface_reason
 
-from .bloom import RENAME as BLOOM_RENAME
+from . import bloom
 from .bloom import HeadOutputsView
-
-RENAME = {
-    **{native: alias for native, alias in BLOOM_RENAME.items() if native != "mlp.gelu_impl"},
-    "mlp.act": "mlp.act_fn",
-    # a 40B block calls the attention's norm ln_attn; the identity entry keeps the alias
-    # resolving on the blocks that spell it input_layernorm
-    "ln_attn": "input_layernorm",
-    "input_layernorm": "input_layernorm",
-}
 
 
 def _config(envoy: Any) -> Any:
@@ -151,9 +141,30 @@ class FalconMlp(Mlp):
         return value.clone()
 
 
-ENVOYS = {
-    **default.ENVOYS,
-    "layers.*": FalconLayer,
-    "layers.*.self_attn": FalconAttention,
-    "layers.*.mlp": FalconMlp,
-}
+FAMILY = Family(
+    name="falcon",
+    model_types=("falcon",),
+    rename={
+        **{native: alias for native, alias in bloom.FAMILY.rename.items() if native != "mlp.gelu_impl"},
+        "mlp.act": "mlp.act_fn",
+        # a 40B block calls the attention's norm ln_attn; the identity entry keeps the alias
+        # resolving on the blocks that spell it input_layernorm
+        "ln_attn": "input_layernorm",
+        "input_layernorm": "input_layernorm",
+    },
+    envoys={"layers.*": FalconLayer, "layers.*.self_attn": FalconAttention, "layers.*.mlp": FalconMlp},
+    # rotary, multi-query, parallel (7B); ALiBi, sequential (RW); the new decoder architecture (40B)
+    tiny={
+        "falcon": TinyConfig("falcon", {"num_hidden_layers": 3}),
+        "falcon-alibi": TinyConfig("falcon", {"num_hidden_layers": 3, "alibi": True, "multi_query": False, "parallel_attn": False, "bias": True}),
+        "falcon-new-decoder": TinyConfig("falcon", {"num_hidden_layers": 3, "new_decoder_architecture": True, "num_kv_heads": 2}),
+    },
+    skips={
+        "falcon": {
+            "mid_stream": "a parallel block",
+        },
+        "falcon-new-decoder": {
+            "mid_stream": "a parallel block",
+        },
+    },
+)

@@ -5,14 +5,24 @@ the mixture; ``mixture_output``, the routed experts' sum, is the norm's
 input.
 """
 
-from nnterp import Moe, PostNormMlp
+from nnterp import Moe, PostNormMlp, TinyConfig
 
-from .olmo2 import ENVOYS as OLMO2
-from .olmoe import RENAME  # noqa: F401 - OLMoE's names
+from . import olmo2, olmoe
 
 
 class PostNormMoe(Moe, PostNormMlp):
     """A mixture whose contribution (``mlp_output``) is its post norm's output, ``post_feedforward_layernorm(mixture_output)``."""
 
 
-ENVOYS = {**OLMO2, "layers.*.mlp": PostNormMoe}
+FAMILY = olmo2.FAMILY.replace(
+    name="flex_olmo",
+    model_types=("flex_olmo",),
+    rename=olmoe.FAMILY.rename,
+    envoys={**olmo2.FAMILY.envoys, "layers.*.mlp": PostNormMoe},
+    tiny={"flex_olmo": TinyConfig("flex_olmo")},
+    skips={
+        "flex_olmo": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

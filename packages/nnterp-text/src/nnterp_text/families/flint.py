@@ -7,15 +7,15 @@ output is the whole contribution. Dense blocks (``mlp_only_layers``) keep
 their neurons, and their routing values say they route nothing.
 """
 
-from nnterp import Moe
+from nnterp import SigmoidMoe, TinyConfig
 
-from .gpt_oss import ENVOYS as GPT_OSS
-from .gpt_oss import RENAME as GPT_OSS_NAMES
-
-
-class FlintMoe(Moe):
-    SCORING = "sigmoid"
+from . import gpt_oss
 
 
-RENAME = {**GPT_OSS_NAMES, "mlp.gate": "mlp.router", "mlp.shared_expert": "mlp.shared_experts"}
-ENVOYS = {**GPT_OSS, "layers.*.mlp": FlintMoe}
+FAMILY = gpt_oss.FAMILY.replace(
+    name="flint",
+    model_types=("flint",),
+    rename={**gpt_oss.FAMILY.rename, "mlp.gate": "mlp.router", "mlp.shared_expert": "mlp.shared_experts"},
+    envoys={**gpt_oss.FAMILY.envoys, "layers.*.mlp": SigmoidMoe},
+    tiny={"flint": TinyConfig("flint", {"sliding_window": 4, "mlp_only_layers": [0]})},
+)

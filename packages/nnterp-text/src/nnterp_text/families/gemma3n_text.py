@@ -10,9 +10,9 @@ laurel) / sqrt(2)``, so no attention contribution sums to it either; the MLP's
 post-normed output is what is added to ``layer_mid``, and is served.
 """
 
-from nnterp import PostNormAttention, SandwichLayer, unavailable
-from nnterp_text.families.gemma2 import ENVOYS as GEMMA2
-from nnterp_text.families.gemma2 import RENAME, project_on_vocab  # noqa: F401 - the family's logits
+from nnterp import PostNormAttention, SandwichLayer, TinyConfig, unavailable
+
+from . import gemma2
 
 ALTUP = (
     "AltUp: the block {verb} altup_num_inputs streams stacked, [altup_num_inputs, batch, seq, hidden_size], "
@@ -36,4 +36,20 @@ class LaurelAttention(PostNormAttention):
     attention_output = unavailable(LAUREL)
 
 
-ENVOYS = {**GEMMA2, "layers.*": AltUpLayer, "layers.*.self_attn": LaurelAttention}
+FAMILY = gemma2.FAMILY.replace(
+    name="gemma3n_text",
+    model_types=("gemma3n_text",),
+    envoys={**gemma2.FAMILY.envoys, "layers.*": AltUpLayer, "layers.*.self_attn": LaurelAttention},
+    tiny={"gemma3n_text": TinyConfig("gemma3n_text", {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2, "num_kv_shared_layers": 2, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "laurel_rank": 8, "sliding_window": 4, "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0], "intermediate_size": 128})},
+    skips={
+        "gemma3n_text": {
+            "contribution": "AltUp",
+            "contribution_at_every_step": "AltUp",
+            "logits_from_last_layer": "AltUp",
+            "mid_stream": "AltUp",
+            "padded_rows_match_alone": "AltUp",
+            "skip_hands_on_hidden": "AltUp",
+            "stream_continuity": "AltUp",
+        },
+    },
+)

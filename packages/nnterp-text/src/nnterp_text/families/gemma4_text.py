@@ -24,10 +24,10 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Moe, PostNormMlp, unavailable
+from nnterp import Moe, PostNormMlp, TinyConfig, unavailable
 from nnterp.components.moe import WEIGHTED_SLOTS
-from nnterp_text.families.gemma2 import ENVOYS as GEMMA2
-from nnterp_text.families.gemma2 import RENAME, project_on_vocab  # noqa: F401 - the family's logits
+
+from . import gemma2
 
 SCALED_STREAM = (
     "the block multiplies the whole stream by layer_scalar (a per-layer buffer from the checkpoint) after "
@@ -84,4 +84,30 @@ class ScaledStreamMlp(Moe, PostNormMlp):
         return weights * self.parent.router._module.per_expert_scale[indices].float(), indices
 
 
-ENVOYS = {**GEMMA2, "layers.*.mlp": ScaledStreamMlp}
+#: per-layer head widths and inputs shrunk, and a softcap that bites
+SIZES = {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "sliding_window": 4, "final_logit_softcapping": 3.0}
+
+FAMILY = gemma2.FAMILY.replace(
+    name="gemma4_text",
+    model_types=("gemma4_text", "gemma4_unified_text"),
+    envoys={**gemma2.FAMILY.envoys, "layers.*.mlp": ScaledStreamMlp},
+    tiny={
+        **{model_type: TinyConfig(model_type, {**SIZES}) for model_type in ("gemma4_text", "gemma4_unified_text")},
+        # its mixture switched on
+        "gemma4_text-moe": TinyConfig("gemma4_text", {**SIZES, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}),
+    },
+    skips={
+        "gemma4_text": {
+            "contribution": "the block multiplies the whole stream by layer_scalar",
+            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
+        },
+        "gemma4_text-moe": {
+            "contribution": "the block multiplies the whole stream by layer_scalar",
+            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
+        },
+        "gemma4_unified_text": {
+            "contribution": "the block multiplies the whole stream by layer_scalar",
+            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
+        },
+    },
+)

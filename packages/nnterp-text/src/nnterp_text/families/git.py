@@ -12,12 +12,17 @@ positions) are normalized before the first block; the head is the root's
 tokens alone; with them the image tokens come first in every stream.
 """
 
-from .post_ln_own_attention import *  # noqa: F403
-from .post_ln_own_attention import ENVOYS as OWN_ENVOYS
-from .post_ln_own_attention import rename
+from nnterp import TinyConfig
 
-# the head is the root's ``output`` (mounted as ``E_output``), a name every block and attention also holds: the key
-# reaches it through ``root`` from any envoy, and the dotted alias binds ``lm_head`` on the root alone
-RENAME = {**rename("git", "root.E_output"), "root.E_output": "root.lm_head"}
-ENVOYS = OWN_ENVOYS
+from . import bert, post_ln_own_attention
 
+
+FAMILY = post_ln_own_attention.FAMILY.replace(
+    name="git",
+    model_types=("git",),
+    # the head is the root's ``output`` (mounted as ``E_output``), a name every block and attention also holds: the key
+    # reaches it through ``root`` from any envoy, and the dotted alias binds ``lm_head`` on the root alone
+    rename={**bert.rename("git", "root.E_output"), "root.E_output": "root.lm_head"},
+    tiny={"git": TinyConfig("git")},
+    skips={"git": bert.POST_LN_SKIPS},
+)

@@ -1,17 +1,14 @@
 """GLM-4: the default block (``post_attention_layernorm`` is the MLP's pre-norm, as on Llama) plus a norm on each
 sublayer's output, ``post_self_attn_layernorm`` and ``post_mlp_layernorm``, whose outputs are the contributions."""
 
-from nnterp import Attention, Mlp
+from nnterp import Glm4Attention, Glm4Mlp, TinyConfig
 from nnterp.families import default
 
 
-class Glm4Attention(Attention):
-    attention_output = Attention.attention_output.at("../post_self_attn_layernorm.output", select=None)
-
-
-class Glm4Mlp(Mlp):
-    mlp_output = Mlp.mlp_output.at("../post_mlp_layernorm.output", select=None)
-
-
-RENAME = {**default.RENAME, "mlp.activation_fn": "mlp.act_fn"}
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": Glm4Attention, "layers.*.mlp": Glm4Mlp}
+FAMILY = default.FAMILY.replace(
+    name="glm4",
+    model_types=("glm4",),
+    rename={**default.FAMILY.rename, "mlp.activation_fn": "mlp.act_fn"},
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": Glm4Attention, "layers.*.mlp": Glm4Mlp},
+    tiny={"glm4": TinyConfig("glm4")},
+)

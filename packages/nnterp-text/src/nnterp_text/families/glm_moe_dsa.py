@@ -4,10 +4,10 @@ DeepSeek-V3's mixture."""
 
 from typing import Any, ClassVar
 
-from nnterp import Layer
+from nnterp import Layer, TinyConfig
 
-from .deepseek_v3 import ENVOYS as DEEPSEEK_V3
-from .deepseek_v3 import RENAME  # noqa: F401 - the default names, the router as router
+from ..tiny import INDEXER, MLA, SPARSE
+from . import deepseek_v3
 
 
 class CarryingLayer(Layer):
@@ -28,4 +28,10 @@ class CarryingLayer(Layer):
         super(Layer, self).skip((hidden, state))
 
 
-ENVOYS = {**DEEPSEEK_V3, "layers.*": CarryingLayer}
+FAMILY = deepseek_v3.FAMILY.replace(
+    name="glm_moe_dsa",
+    model_types=("glm_moe_dsa",),
+    envoys={**deepseek_v3.FAMILY.envoys, "layers.*": CarryingLayer},
+    # every indexer full: skipping a full one leaves a shared one after it without indices, and the model errors
+    tiny={"glm_moe_dsa": TinyConfig("glm_moe_dsa", {**MLA, **SPARSE, **INDEXER, "num_hidden_layers": 3, "indexer_types": ["full", "full", "full"]})},
+)

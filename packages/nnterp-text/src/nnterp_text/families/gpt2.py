@@ -1,6 +1,6 @@
 """GPT-2: the default block under GPT-2's names, Conv1D projections, and its own upcast attention path."""
 
-from nnterp import Attention
+from nnterp import Attention, TinyConfig
 from nnterp.components.attention import needs_eager
 from nnterp.families import default
 
@@ -9,18 +9,6 @@ ROOT = {
     "transformer.h": "layers",
     "transformer.wte": "embed_tokens",
     "transformer.ln_f": "norm",
-}
-
-RENAME = {
-    **ROOT,
-    "attn": "self_attn",
-    "ln_1": "input_layernorm",
-    "ln_2": "post_attention_layernorm",
-    # two modules are called c_proj: the dotted aliases tell them apart
-    "attn.c_proj": "attn.o_proj",
-    "mlp.c_proj": "mlp.down_proj",
-    "mlp.c_fc": "mlp.up_proj",
-    "mlp.act": "mlp.act_fn",
 }
 
 
@@ -38,4 +26,31 @@ class GPT2Attention(Attention):
         return reason
 
 
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": GPT2Attention}
+FAMILY = default.FAMILY.replace(
+    name="gpt2",
+    model_types=("gpt2", "gpt-sw3"),
+    rename={
+        **ROOT,
+        "attn": "self_attn",
+        "ln_1": "input_layernorm",
+        "ln_2": "post_attention_layernorm",
+        # two modules are called c_proj: the dotted aliases tell them apart
+        "attn.c_proj": "attn.o_proj",
+        "mlp.c_proj": "mlp.down_proj",
+        "mlp.c_fc": "mlp.up_proj",
+        "mlp.act": "mlp.act_fn",
+    },
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": GPT2Attention},
+    tiny={
+        "gpt2": TinyConfig("gpt2", {"n_layer": 3}),
+        "gpt2-reorder": TinyConfig("gpt2", {"n_layer": 3, "reorder_and_upcast_attn": True}),
+        "gpt-sw3": TinyConfig("gpt-sw3", {"n_layer": 3}),
+    },
+    skips={
+        "gpt2-reorder": {
+            "head_outputs_make_the_projection": "reorder_and_upcast_attn=True",
+            "pattern_is_softmax_of_scores": "reorder_and_upcast_attn=True",
+            "written_pattern_moves_logits": "reorder_and_upcast_attn=True",
+        },
+    },
+)

@@ -1,17 +1,10 @@
 """GPT-Neo: the default block; its attention is one module down (``attn.attention``) and computed in ``_attn``."""
 
-from nnterp import Layer
+from nnterp import Layer, TinyConfig
 from nnterp.families import default
 
 from . import gpt2
 from .own_attention import HelperAttention
-
-RENAME = {
-    # GPT-2's names, but for the attention: attn only hands its call on to the global or local attention under it
-    **{native: standard for native, standard in gpt2.RENAME.items() if not native.startswith("attn")},
-    "attn.attention": "self_attn",
-    "attention.out_proj": "attention.o_proj",
-}
 
 
 class GPTNeoLayer(Layer):
@@ -20,4 +13,16 @@ class GPTNeoLayer(Layer):
     returns_tuple = True
 
 
-ENVOYS = {**default.ENVOYS, "layers.*": GPTNeoLayer, "layers.*.self_attn": HelperAttention}
+FAMILY = default.FAMILY.replace(
+    name="gpt_neo",
+    model_types=("gpt_neo",),
+    rename={
+        # GPT-2's names, but for the attention: attn only hands its call on to the global or local attention under it
+        **{native: standard for native, standard in gpt2.FAMILY.rename.items() if not native.startswith("attn")},
+        "attn.attention": "self_attn",
+        "attention.out_proj": "attention.o_proj",
+    },
+    envoys={**default.FAMILY.envoys, "layers.*": GPTNeoLayer, "layers.*.self_attn": HelperAttention},
+    # a global and a local layer, the window short enough to bite on a test prompt
+    tiny={"gpt_neo": TinyConfig("gpt_neo", {"num_layers": 3, "num_heads": 4, "attention_types": [[["global", "local"], 1], [["global"], 1]], "window_size": 4})},
+)

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from nnterp import PARALLEL, Layer, ParallelLayer
+from nnterp import PARALLEL, Layer, ParallelLayer, TinyConfig
 from nnterp.families import default
 
 #: the MLP's names, shared with Persimmon
@@ -10,15 +10,6 @@ MLP_RENAME = {
     "mlp.dense_h_to_4h": "mlp.up_proj",
     "mlp.dense_4h_to_h": "mlp.down_proj",
     "mlp.act": "mlp.act_fn",
-}
-
-RENAME = {
-    "gpt_neox.layers": "layers",
-    "gpt_neox.embed_in": "embed_tokens",
-    "gpt_neox.final_layer_norm": "norm",
-    "attention": "self_attn",
-    "attention.dense": "attention.o_proj",
-    **MLP_RENAME,
 }
 
 
@@ -33,4 +24,25 @@ class SwitchedResidualLayer(ParallelLayer):
     layer_mid = Layer.layer_mid.at(unavailable=parallel_residual)
 
 
-ENVOYS = {**default.ENVOYS, "layers.*": SwitchedResidualLayer}
+FAMILY = default.FAMILY.replace(
+    name="gpt_neox",
+    model_types=("gpt_neox",),
+    rename={
+        "gpt_neox.layers": "layers",
+        "gpt_neox.embed_in": "embed_tokens",
+        "gpt_neox.final_layer_norm": "norm",
+        "attention": "self_attn",
+        "attention.dense": "attention.o_proj",
+        **MLP_RENAME,
+    },
+    envoys={**default.FAMILY.envoys, "layers.*": SwitchedResidualLayer},
+    tiny={
+        "gpt_neox": TinyConfig("gpt_neox", {"num_hidden_layers": 3}),
+        "gpt_neox-sequential": TinyConfig("gpt_neox", {"num_hidden_layers": 3, "use_parallel_residual": False}),
+    },
+    skips={
+        "gpt_neox": {
+            "mid_stream": "a parallel block",
+        },
+    },
+)

@@ -1,21 +1,8 @@
 """GPT-NeoX-Japanese: the default block, adding each sublayer through ``bias_dropout_add``, with its own ``_attn``."""
 
-from nnterp import Layer, Mlp
-from nnterp.families import default
+from nnterp import Family, Layer, Mlp, TinyConfig
 
 from .own_attention import HelperAttention, inside_helper
-
-RENAME = {
-    "gpt_neox_japanese.layers": "layers",
-    "gpt_neox_japanese.embed_in": "embed_tokens",
-    "gpt_neox_japanese.final_layer_norm": "norm",
-    "embed_out": "lm_head",
-    "attention": "self_attn",
-    "attention.dense": "attention.o_proj",
-    "mlp.dense_h_to_4h": "mlp.up_proj",
-    "mlp.dense_4h_to_h": "mlp.down_proj",
-    "mlp.act": "mlp.act_fn",
-}
 
 
 def added(call: int) -> str:
@@ -47,9 +34,20 @@ class NeoXJapaneseMlp(Mlp):
     mlp_output = Mlp.mlp_output.at(added(1), select=None)
 
 
-ENVOYS = {
-    **default.ENVOYS,
-    "layers.*": NeoXJapaneseLayer,
-    "layers.*.self_attn": NeoXJapaneseAttention,
-    "layers.*.mlp": NeoXJapaneseMlp,
-}
+FAMILY = Family(
+    name="gpt_neox_japanese",
+    model_types=("gpt_neox_japanese",),
+    rename={
+        "gpt_neox_japanese.layers": "layers",
+        "gpt_neox_japanese.embed_in": "embed_tokens",
+        "gpt_neox_japanese.final_layer_norm": "norm",
+        "embed_out": "lm_head",
+        "attention": "self_attn",
+        "attention.dense": "attention.o_proj",
+        "mlp.dense_h_to_4h": "mlp.up_proj",
+        "mlp.dense_4h_to_h": "mlp.down_proj",
+        "mlp.act": "mlp.act_fn",
+    },
+    envoys={"layers.*": NeoXJapaneseLayer, "layers.*.self_attn": NeoXJapaneseAttention, "layers.*.mlp": NeoXJapaneseMlp},
+    tiny={"gpt_neox_japanese": TinyConfig("gpt_neox_japanese", {"num_hidden_layers": 3, "intermediate_multiple_size": 2})},
+)

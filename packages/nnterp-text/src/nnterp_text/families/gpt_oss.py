@@ -7,18 +7,20 @@ renormalized); ``experts`` carry biases and their own clamped gate, and run
 transformers' experts switch, so every slot's output is readable.
 """
 
-from nnterp import Moe
+from nnterp import TinyConfig, TopKFirstMoe
 from nnterp.families import default
 
 from .sinks import SinkAttention
 
 
-class TopKFirstMoe(Moe):
-    """A mixture whose router softmaxes the top-k logits only: the weights sum to one by construction."""
-
-    TOPK_FIRST = True
-    NORMALIZE = False
-
-
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": SinkAttention, "layers.*.mlp": TopKFirstMoe}
+FAMILY = default.FAMILY.replace(
+    name="gpt_oss",
+    model_types=("gpt_oss",),
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": SinkAttention, "layers.*.mlp": TopKFirstMoe},
+    tiny={"gpt_oss": TinyConfig("gpt_oss", {"sliding_window": 4})},
+    skips={
+        "gpt_oss": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

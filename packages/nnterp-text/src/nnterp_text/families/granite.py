@@ -6,25 +6,18 @@ So the contributions are the scaled outputs (what the block adds), served as
 ``attention_multiplier`` is its softmax scale and changes nothing here.
 """
 
-from typing import Any
-
-from nnterp import Attention, Mlp
+from nnterp import GraniteAttention, GraniteMlp, TinyConfig
 from nnterp.families import default
-from nnterp.logits import divided_by_logits_scaling as project_on_vocab  # noqa: F401 - the family's logits
+from nnterp.logits import divided_by_logits_scaling
 
 
-def residual_multiplier(envoy: Any) -> float:
-    """The factor the block applies to this sublayer's output."""
-    return envoy.parent._module.residual_multiplier
+#: Granite's multipliers away from one, so a contribution read unscaled cannot pass
+GRANITE_SCALES = {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_multiplier": 3.0, "attention_multiplier": 0.2}
 
-
-class GraniteAttention(Attention):
-    attention_output = Attention.attention_output.scaled(residual_multiplier)
-
-
-class GraniteMlp(Mlp):
-    mlp_output = Mlp.mlp_output.scaled(residual_multiplier)
-
-
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": GraniteAttention, "layers.*.mlp": GraniteMlp}
+FAMILY = default.FAMILY.replace(
+    name="granite",
+    model_types=("granite",),
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": GraniteAttention, "layers.*.mlp": GraniteMlp},
+    project_on_vocab=divided_by_logits_scaling,
+    tiny={"granite": TinyConfig("granite", {"num_hidden_layers": 3, **GRANITE_SCALES})},
+)

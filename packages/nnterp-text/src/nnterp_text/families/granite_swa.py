@@ -1,8 +1,9 @@
 """Granite SWA: Granite's scaled block, with sliding windows and a sink that scales each head's output (``ScaledSinkAttention``)."""
 
-from nnterp_text.families.granite import ENVOYS as GRANITE
-from nnterp_text.families.granite import RENAME, GraniteAttention, project_on_vocab  # noqa: F401 - the family's logits
+from nnterp import GraniteAttention, TinyConfig
 
+from . import granite
+from .granite import GRANITE_SCALES
 from .sinks import ScaledSinkAttention
 
 
@@ -10,4 +11,9 @@ class GraniteSWAAttention(ScaledSinkAttention, GraniteAttention):
     """The sink-scaled interior, and the contribution scaled by ``residual_multiplier``."""
 
 
-ENVOYS = {**GRANITE, "layers.*.self_attn": GraniteSWAAttention}
+FAMILY = granite.FAMILY.replace(
+    name="granite_swa",
+    model_types=("granite_swa",),
+    envoys={**granite.FAMILY.envoys, "layers.*.self_attn": GraniteSWAAttention},
+    tiny={"granite_swa": TinyConfig("granite_swa", {**GRANITE_SCALES, "sliding_window": 4, "layer_rope_theta": [10000.0, 0]})},
+)

@@ -7,21 +7,21 @@ times ``residual_multiplier``, so ``mlp_output``, ``mixture_output``,
 them, and written back divided.
 """
 
-from nnterp_text.families.gpt_oss import TopKFirstMoe
-from nnterp_text.families.granite import ENVOYS as GRANITE
-from nnterp_text.families.granite import RENAME as GRANITE_NAMES
-from nnterp_text.families.granite import project_on_vocab, residual_multiplier  # noqa: F401 - the family's logits
+from nnterp import GraniteMoe, TinyConfig
 
-RENAME = {**GRANITE_NAMES, "block_sparse_moe": "mlp"}
+from . import granite
+from .granite import GRANITE_SCALES
 
 
-class GraniteMoe(TopKFirstMoe):
-    """GPT-OSS's top-k-first mixture, each value the block adds scaled by ``residual_multiplier``."""
-
-    mlp_output = TopKFirstMoe.mlp_output.scaled(residual_multiplier)
-    mixture_output = TopKFirstMoe.mixture_output.scaled(residual_multiplier)
-    routed_output = TopKFirstMoe.routed_output.scaled(residual_multiplier)
-    expert_outputs = TopKFirstMoe.expert_outputs.scaled(residual_multiplier)
-
-
-ENVOYS = {**GRANITE, "layers.*.mlp": GraniteMoe}
+FAMILY = granite.FAMILY.replace(
+    name="granitemoe",
+    model_types=("granitemoe",),
+    rename={**granite.FAMILY.rename, "block_sparse_moe": "mlp"},
+    envoys={**granite.FAMILY.envoys, "layers.*.mlp": GraniteMoe},
+    tiny={"granitemoe": TinyConfig("granitemoe", GRANITE_SCALES)},
+    skips={
+        "granitemoe": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

@@ -10,44 +10,27 @@ the contribution is the mixture's output, as on Granite-MoE, and
 ``shared_expert_output`` says so.
 """
 
-from typing import Any
+from nnterp import GraniteMoeShared, SharedMlpLayer, TinyConfig
 
-from nnterp import Layer, Mlp, Moe
-from nnterp_text.families.granitemoe import ENVOYS as GRANITE_MOE
-from nnterp_text.families.granitemoe import GraniteMoe, residual_multiplier
-from nnterp_text.families.granitemoe import RENAME, project_on_vocab  # noqa: F401 - the family's logits
-
-#: the binding ``hidden_states = moe_hidden_states + self.shared_mlp(hidden_states)`` in the block's forward
-WITH_SHARED = "../source.hidden_states_4.output"
-
-NO_SHARED_MLP = "this checkpoint has no shared MLP (shared_intermediate_size=0): every expert is routed"
+from . import granitemoe
+from .granite import GRANITE_SCALES
 
 
-def mixture_and_shared(envoy: Any) -> str:
-    """Where the MLP's output is: the block's sum with the shared MLP, or the mixture's own output without one."""
-    return "output" if envoy.parent._module.shared_mlp is None else WITH_SHARED
-
-
-def no_shared_mlp(envoy: Any) -> str | None:
-    """Why the block has no shared MLP beside its mixture, or None."""
-    reason = envoy.no_mixture()
-    if reason is not None:
-        return reason
-    return NO_SHARED_MLP if envoy.parent._module.shared_mlp is None else None
-
-
-class SharedMlpLayer(Layer):
-    sourced = True
-
-
-class GraniteMoeShared(GraniteMoe):
-    """The mixture plus the shared MLP, as the block adds them: ``(moe + shared_mlp) * residual_multiplier``."""
-
-    mlp_output = Mlp.mlp_output.at(mixture_and_shared, select=None).scaled(residual_multiplier)
-    mixture_output = Moe.mixture_output.at(mixture_and_shared, select=None).scaled(residual_multiplier)
-    shared_expert_output = Moe.shared_expert_output.at(
-        "../shared_mlp.output", unavailable=no_shared_mlp
-    ).scaled(residual_multiplier)
-
-
-ENVOYS = {**GRANITE_MOE, "layers.*": SharedMlpLayer, "layers.*.mlp": GraniteMoeShared}
+FAMILY = granitemoe.FAMILY.replace(
+    name="granitemoeshared",
+    model_types=("granitemoeshared",),
+    envoys={**granitemoe.FAMILY.envoys, "layers.*": SharedMlpLayer, "layers.*.mlp": GraniteMoeShared},
+    tiny={
+        "granitemoeshared": TinyConfig("granitemoeshared", {**GRANITE_SCALES, "shared_intermediate_size": 32}),
+        # without its shared MLP
+        "granitemoeshared-noshared": TinyConfig("granitemoeshared", {**GRANITE_SCALES, "shared_intermediate_size": 0}),
+    },
+    skips={
+        "granitemoeshared": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+        "granitemoeshared-noshared": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

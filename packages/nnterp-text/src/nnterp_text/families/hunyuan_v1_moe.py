@@ -4,12 +4,9 @@
 routed experts.
 """
 
-from nnterp import Moe
+from nnterp import Moe, TinyConfig
 
-from .olmoe import ENVOYS as OLMOE
-from .olmoe import RENAME as OLMOE_NAMES
-
-RENAME = {**OLMOE_NAMES, "mlp.shared_mlp": "mlp.shared_experts"}
+from . import olmoe
 
 
 class HunYuanMoe(Moe):
@@ -17,4 +14,15 @@ class HunYuanMoe(Moe):
     NORMALIZE = True
 
 
-ENVOYS = {**OLMOE, "layers.*.mlp": HunYuanMoe}
+FAMILY = olmoe.FAMILY.replace(
+    name="hunyuan_v1_moe",
+    model_types=("hunyuan_v1_moe",),
+    rename={**olmoe.FAMILY.rename, "mlp.shared_mlp": "mlp.shared_experts"},
+    envoys={**olmoe.FAMILY.envoys, "layers.*.mlp": HunYuanMoe},
+    tiny={"hunyuan_v1_moe": TinyConfig("hunyuan_v1_moe", {"num_hidden_layers": 3, "head_dim": 16, "num_experts": 4, "moe_topk": 2})},
+    skips={
+        "hunyuan_v1_moe": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

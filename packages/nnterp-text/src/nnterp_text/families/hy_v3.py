@@ -4,9 +4,9 @@ The router is called with the block's ``e_score_correction_bias``, always
 renormalizes the chosen scores and multiplies them by ``router_scaling_factor``.
 """
 
-from .deepseek_v3 import ENVOYS as DEEPSEEK_V3
-from .deepseek_v3 import RENAME  # noqa: F401 - the same names
-from .deepseek_v3 import SigmoidMoe
+from nnterp import SigmoidMoe, TinyConfig
+
+from . import deepseek_v3
 
 
 class HYV3Moe(SigmoidMoe):
@@ -17,4 +17,9 @@ class HYV3Moe(SigmoidMoe):
         return self._module.e_score_correction_bias
 
 
-ENVOYS = {**DEEPSEEK_V3, "layers.*.mlp": HYV3Moe}
+FAMILY = deepseek_v3.FAMILY.replace(
+    name="hy_v3",
+    model_types=("hy_v3",),
+    envoys={**deepseek_v3.FAMILY.envoys, "layers.*.mlp": HYV3Moe},
+    tiny={"hy_v3": TinyConfig("hy_v3")},
+)

@@ -1,11 +1,9 @@
 """HyperCLOVA X: GLM-4's post-sublayer norms (``post_norm1``, ``post_norm2``) with Granite's ``residual_multiplier``
 on what they hand the stream, and logits multiplied by ``logits_scaling``."""
 
-from nnterp import Attention, Mlp
+from nnterp import Attention, Mlp, TinyConfig, residual_multiplier
 from nnterp.families import default
-from nnterp.logits import times_logits_scaling as project_on_vocab  # noqa: F401 - the family's logits
-
-from .granite import residual_multiplier
+from nnterp.logits import times_logits_scaling
 
 
 class HyperClovaXAttention(Attention):
@@ -16,5 +14,10 @@ class HyperClovaXMlp(Mlp):
     mlp_output = Mlp.mlp_output.at("../post_norm2.output", select=None).scaled(residual_multiplier)
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": HyperClovaXAttention, "layers.*.mlp": HyperClovaXMlp}
+FAMILY = default.FAMILY.replace(
+    name="hyperclovax",
+    model_types=("hyperclovax",),
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": HyperClovaXAttention, "layers.*.mlp": HyperClovaXMlp},
+    project_on_vocab=times_logits_scaling,
+    tiny={"hyperclovax": TinyConfig("hyperclovax", {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_multiplier": 3.0})},
+)

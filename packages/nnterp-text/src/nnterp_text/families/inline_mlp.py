@@ -59,7 +59,7 @@ class InlineMlp(Mlp):
 class InlineMlpLayer(Layer):
     """A block holding its feed-forward's modules itself: its ``mlp`` is an ``InlineMlp`` over them.
 
-    The class is the one ``ENVOYS`` gives ``layers.*.mlp``. The block's
+    The class is the one a family's ``envoys`` give ``layers.*.mlp``. The block's
     forward is instrumented when it is built (``sourced``), since the MLP's
     contribution is read in it while it runs.
     """

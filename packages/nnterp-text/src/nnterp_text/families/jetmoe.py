@@ -13,11 +13,9 @@ expert); the module then adds its own ``bias`` to every token, so
 in the sorted order, so ``expert_outputs`` says so.
 """
 
-from nnterp import Attention, unavailable
+from nnterp import Attention, TinyConfig, TopKFirstMoe, unavailable
 from nnterp.components.mlp import MIXTURE
 from nnterp.families import default
-
-from .gpt_oss import TopKFirstMoe
 
 #: ``layer_output.view(bsz, length, hidden)``: the experts' weighted sum, before the module adds its bias
 SUM = "source.layer_output_view_0.output"
@@ -66,5 +64,17 @@ class JetMoeAttention(Attention):
         return self._module.num_key_value_heads * self._module.top_k
 
 
-RENAME = {**default.RENAME, "self_attention": "self_attn"}
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": JetMoeAttention, "layers.*.mlp": JetMoeMoe}
+FAMILY = default.FAMILY.replace(
+    name="jetmoe",
+    model_types=("jetmoe",),
+    rename={**default.FAMILY.rename, "self_attention": "self_attn"},
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": JetMoeAttention, "layers.*.mlp": JetMoeMoe},
+    tiny={"jetmoe": TinyConfig("jetmoe")},
+    skips={
+        "jetmoe": {
+            "head_outputs_make_the_projection": "no block with head outputs projects them through an o_proj module",
+            "neurons_make_contribution": "a mixture of experts",
+            "rerouted_slot_runs_the_new_expert": "JetMoE's experts hold each",
+        },
+    },
+)

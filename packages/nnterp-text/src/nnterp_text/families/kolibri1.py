@@ -8,10 +8,10 @@ and weighs each chosen expert by the sigmoid of its logit, renormalized when
 import torch
 from torch import Tensor
 
-from nnterp import Moe
-from nnterp.families.default import RENAME as DEFAULT
+from nnterp import Moe, TinyConfig
+from nnterp.families import default
 
-from .glm4 import ENVOYS as GLM4
+from . import glm4
 
 
 class Kolibri1Moe(Moe):
@@ -31,5 +31,15 @@ class Kolibri1Moe(Moe):
         return weights, indices
 
 
-RENAME = {**DEFAULT, "mlp.gate": "mlp.router"}
-ENVOYS = {**GLM4, "layers.*.mlp": Kolibri1Moe}
+FAMILY = glm4.FAMILY.replace(
+    name="kolibri1",
+    model_types=("kolibri1",),
+    rename={**default.FAMILY.rename, "mlp.gate": "mlp.router"},
+    envoys={**glm4.FAMILY.envoys, "layers.*.mlp": Kolibri1Moe},
+    tiny={"kolibri1": TinyConfig("kolibri1")},
+    skips={
+        "kolibri1": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

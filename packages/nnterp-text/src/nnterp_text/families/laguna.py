@@ -9,10 +9,10 @@ are read scaled (what they add to ``mlp_output``; a write is divided back).
 The router always renormalizes and does not scale.
 """
 
-from nnterp import GatedAttention, Moe
+from nnterp import GatedAttention, Moe, SigmoidMoe, TinyConfig
 from nnterp.families import default
 
-from .deepseek_v3 import SigmoidMoe
+from ..tiny import SPARSE
 
 
 def _routed_scale(envoy) -> float:
@@ -27,5 +27,17 @@ class LagunaMoe(SigmoidMoe):
     expert_outputs = Moe.expert_outputs.scaled(_routed_scale)
 
 
-RENAME = {**default.RENAME, "mlp.gate": "mlp.router"}
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": GatedAttention, "layers.*.mlp": LagunaMoe}
+#: a full, a sliding (twice the heads) and a full block
+LAYERS = {"num_hidden_layers": 3, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"], "sliding_window": 4, "num_attention_heads_per_layer": [4, 8, 4]}
+
+FAMILY = default.FAMILY.replace(
+    name="laguna",
+    model_types=("laguna",),
+    rename={**default.FAMILY.rename, "mlp.gate": "mlp.router"},
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": GatedAttention, "layers.*.mlp": LagunaMoe},
+    tiny={
+        "laguna": TinyConfig("laguna", LAYERS),
+        # softcapped router logits and a routed sum the block scales (the plain tiny has both off)
+        "laguna-scaled": TinyConfig("laguna", {**LAYERS, "moe_routed_scaling_factor": 2.5, "moe_router_logit_softcapping": 0.5}),
+    },
+)

@@ -24,7 +24,7 @@ so ``mlp_output`` is served as ``[batch, seq, hidden]`` like the routing values.
 
 from torch import Tensor
 
-from nnterp import Moe, TokenEProperty
+from nnterp import Moe, TinyConfig, TokenEProperty
 from nnterp.families import default
 from nnterp.layouts import Residual
 
@@ -67,5 +67,25 @@ class Llama4Moe(Moe):
     routed_output = Moe.routed_output.at("source.sum_0.output")
 
 
-RENAME = {**default.RENAME, "feed_forward": "mlp", "shared_expert": "shared_experts", "activation_fn": "act_fn"}
-ENVOYS = {**default.ENVOYS, "layers.*.mlp": Llama4Moe}
+FAMILY = default.FAMILY.replace(
+    name="llama4_text",
+    model_types=("llama4_text",),
+    rename={**default.FAMILY.rename, "feed_forward": "mlp", "shared_expert": "shared_experts", "activation_fn": "act_fn"},
+    envoys={**default.FAMILY.envoys, "layers.*.mlp": Llama4Moe},
+    tiny={
+        "llama4_text": TinyConfig("llama4_text"),
+        # a dense first block and two mixtures
+        "llama4_text-dense": TinyConfig("llama4_text", {"num_hidden_layers": 3, "moe_layers": [1, 2]}),
+    },
+    skips={
+        "llama4_text": {
+            "neurons_make_contribution": "a mixture of experts",
+            "rerouted_slot_runs_the_new_expert": "Llama 4 multiplies each expert's input by its sigmoid score, not its",
+            "zeroed_slot_leaves_the_sum": "Llama 4 multiplies each expert's input by its sigmoid score, not its",
+        },
+        "llama4_text-dense": {
+            "rerouted_slot_runs_the_new_expert": "this block's MLP is dense",
+            "zeroed_slot_leaves_the_sum": "this block's MLP is dense",
+        },
+    },
+)

@@ -15,7 +15,7 @@ norm reads it. The mixture is a softmax router over the routed experts and
 
 from typing import Any
 
-from nnterp import Attention, Layer, Moe, each_interior, unavailable
+from nnterp import Attention, Layer, Moe, TinyConfig, each_interior, unavailable
 from nnterp.families import default
 
 SUB_BLOCKS = (
@@ -58,5 +58,20 @@ class LongcatFlashMoe(Moe):
         return int(self.router._module.n_routed_experts)
 
 
-RENAME = {**default.RENAME, "self_attn.0.o_proj": "self_attn.o_proj"}
-ENVOYS = {**default.ENVOYS, "layers.*": LongcatFlashLayer, "layers.*.self_attn": LongcatFlashAttention, "layers.*.mlp": LongcatFlashMoe}
+FAMILY = default.FAMILY.replace(
+    name="longcat_flash",
+    model_types=("longcat_flash",),
+    rename={**default.FAMILY.rename, "self_attn.0.o_proj": "self_attn.o_proj"},
+    envoys={**default.FAMILY.envoys, "layers.*": LongcatFlashLayer, "layers.*.self_attn": LongcatFlashAttention, "layers.*.mlp": LongcatFlashMoe},
+    # RoPE is sized by head_dim, which must equal qk_rope_head_dim; the aliased sizes are not shrunk by name
+    tiny={"longcat_flash": TinyConfig("longcat_flash", {"zero_expert_num": 2, "head_dim": 8, "num_key_value_heads": 4, "moe_topk": 2, "ffn_hidden_size": 128, "expert_ffn_hidden_size": 32})},
+    skips={
+        "longcat_flash": {
+            "contribution": "a LongCat-Flash layer adds two attention sub-blocks, two dense MLPs",
+            "contribution_at_every_step": "a LongCat-Flash layer adds two attention sub-blocks, two dense MLPs",
+            "mid_stream": "a LongCat-Flash layer adds two attention sub-blocks, two dense MLPs",
+            "neurons_make_contribution": "a mixture of experts",
+            "rerouted_slot_runs_the_new_expert": "this family's experts run their own loop over experts",
+        },
+    },
+)

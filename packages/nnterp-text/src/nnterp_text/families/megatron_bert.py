@@ -20,13 +20,9 @@ from torch import Tensor
 
 from nnterp import Attention, Layer, seq_first
 
+from . import bert, pre_ln_bert
 from .own_attention import viewed
-
-from .pre_ln_bert import *  # noqa: F403
-from .pre_ln_bert import ENVOYS as PRE_LN_ENVOYS
-from .pre_ln_bert import PreLNBertAttention, PreLNBertLayer, rename
-
-RENAME = rename("bert", "cls.predictions", "bert.encoder.ln")
+from .pre_ln_bert import PreLNBertAttention, PreLNBertLayer
 
 
 class MegatronBertLayer(PreLNBertLayer):
@@ -59,4 +55,12 @@ class MegatronBertAttention(PreLNBertAttention):
     attention_head_outputs = viewed(Attention.attention_head_outputs, f"{SELF}.torch_matmul_1.output", _seq_first, _seq_first, select=None)
 
 
-ENVOYS = {**PRE_LN_ENVOYS, "layers.*": MegatronBertLayer, "layers.*.self_attn": MegatronBertAttention}
+FAMILY = pre_ln_bert.FAMILY.replace(
+    name="megatron_bert",
+    model_types=("megatron-bert",),
+    rename=pre_ln_bert.rename("bert", "cls.predictions", "bert.encoder.ln"),
+    envoys={**pre_ln_bert.FAMILY.envoys, "layers.*": MegatronBertLayer, "layers.*.self_attn": MegatronBertAttention},
+    # eps 1e-5, not the class default 1e-12: with that the final LayerNorm undoes a scaled last-block output
+    # exactly in float32, so an edit there would reach nothing
+    tiny=bert.tiny_decoder("megatron-bert", layer_norm_eps=1e-5),
+)

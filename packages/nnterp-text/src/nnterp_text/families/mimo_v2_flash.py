@@ -9,11 +9,10 @@ mixture without a shared expert.
 
 from typing import Any
 
-from nnterp import Attention, INTERFACE, interface_reason
-from nnterp.families import default
+from nnterp import INTERFACE, Attention, TinyConfig, interface_reason
 
-from .deepseek_v3 import RENAME  # noqa: F401 - the default names, the router as router
-from .deepseek_v3 import SigmoidMoe
+from ..tiny import SPARSE
+from . import deepseek_v3
 
 SINKS = (
     "a sliding layer with attention sinks: the softmax runs over the scores and one sink logit per head, "
@@ -36,4 +35,9 @@ class MiMoAttention(Attention):
         return int(self._module.head_dim)
 
 
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": MiMoAttention, "layers.*.mlp": SigmoidMoe}
+FAMILY = deepseek_v3.FAMILY.replace(
+    name="mimo_v2_flash",
+    model_types=("mimo_v2_flash",),
+    envoys={**deepseek_v3.FAMILY.envoys, "layers.*.self_attn": MiMoAttention},
+    tiny={"mimo_v2_flash": TinyConfig("mimo_v2_flash", {"num_hidden_layers": 3, "head_dim": 24, "v_head_dim": 16, "sliding_window": 4, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"]})},
+)

@@ -7,8 +7,10 @@ So the contributions are the scaled outputs (what the block adds), served as
 
 from typing import Any
 
-from nnterp import Attention, Mlp
+from nnterp import Attention, Mlp, TinyConfig
 from nnterp.families import default
+
+from ..tiny import MLA
 
 
 def residual_scale(envoy: Any) -> float:
@@ -29,5 +31,10 @@ class MiniCPM3Mlp(Mlp):
     mlp_output = Mlp.mlp_output.scaled(residual_scale)
 
 
-RENAME = default.RENAME
-ENVOYS = {**default.ENVOYS, "layers.*.self_attn": MiniCPM3Attention, "layers.*.mlp": MiniCPM3Mlp}
+FAMILY = default.FAMILY.replace(
+    name="minicpm3",
+    model_types=("minicpm3",),
+    envoys={**default.FAMILY.envoys, "layers.*.self_attn": MiniCPM3Attention, "layers.*.mlp": MiniCPM3Mlp},
+    project_on_vocab=project_on_vocab,
+    tiny={"minicpm3": TinyConfig("minicpm3", {**MLA, "num_hidden_layers": 3})},
+)

@@ -1,10 +1,9 @@
 """MiniMax-M2: DeepSeek-V3's sigmoid mixture without groups, the selection bias held by the block, always renormalizing."""
 
+from nnterp import SigmoidMoe, TinyConfig
 from torch import Tensor
 
-from .deepseek_v3 import ENVOYS as DEEPSEEK
-from .deepseek_v3 import RENAME  # noqa: F401 - the same names
-from .deepseek_v3 import SigmoidMoe
+from . import deepseek_v3
 
 
 class MiniMaxMoe(SigmoidMoe):
@@ -16,4 +15,14 @@ class MiniMaxMoe(SigmoidMoe):
         return self._module.e_score_correction_bias if bias is None else bias
 
 
-ENVOYS = {**DEEPSEEK, "layers.*.mlp": MiniMaxMoe}
+FAMILY = deepseek_v3.FAMILY.replace(
+    name="minimax_m2",
+    model_types=("minimax_m2",),
+    envoys={**deepseek_v3.FAMILY.envoys, "layers.*.mlp": MiniMaxMoe},
+    tiny={"minimax_m2": TinyConfig("minimax_m2")},
+    skips={
+        "minimax_m2": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

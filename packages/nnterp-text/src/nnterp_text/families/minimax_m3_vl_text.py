@@ -7,8 +7,9 @@ The block multiplies the experts' output (not the weights) by
 entry is "dense" have no mixture.
 """
 
-from .minimax_m2 import ENVOYS as M2
-from .minimax_m2 import RENAME  # noqa: F401 - the same names
+from nnterp import TinyConfig
+
+from . import minimax_m2
 from .minimax_m2 import MiniMaxMoe
 
 
@@ -21,4 +22,14 @@ class ScaledRoutedMoe(MiniMaxMoe):
     expert_outputs = MiniMaxMoe.expert_outputs.scaled(routed_scale)
 
 
-ENVOYS = {**M2, "layers.*.mlp": ScaledRoutedMoe}
+FAMILY = minimax_m2.FAMILY.replace(
+    name="minimax_m3_vl_text",
+    model_types=("minimax_m3_vl_text",),
+    envoys={**minimax_m2.FAMILY.envoys, "layers.*.mlp": ScaledRoutedMoe},
+    tiny={"minimax_m3_vl_text": TinyConfig("minimax_m3_vl_text")},
+    skips={
+        "minimax_m3_vl_text": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

@@ -1,13 +1,18 @@
-"""Mixtral: OLMoE's mixture, its router renormalizing the top-k probabilities whatever the config says."""
+"""Mixtral: OLMoE's mixture, its router renormalizing the top-k probabilities whatever the config says (``MixtralMoe``)."""
 
-from nnterp import Moe
+from nnterp import MixtralMoe, TinyConfig
 
-from .olmoe import ENVOYS as OLMOE
-from .olmoe import RENAME  # noqa: F401 - the same names
-
-
-class MixtralMoe(Moe):
-    NORMALIZE = True
+from . import olmoe
 
 
-ENVOYS = {**OLMOE, "layers.*.mlp": MixtralMoe}
+FAMILY = olmoe.FAMILY.replace(
+    name="mixtral",
+    model_types=("mixtral",),
+    envoys={**olmoe.FAMILY.envoys, "layers.*.mlp": MixtralMoe},
+    tiny={"mixtral": TinyConfig("mixtral")},
+    skips={
+        "mixtral": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

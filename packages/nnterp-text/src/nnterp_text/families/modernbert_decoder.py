@@ -4,20 +4,8 @@ from typing import Any
 
 from torch import Tensor
 
+from nnterp import TinyConfig
 from nnterp.families import default
-
-RENAME = {
-    "model.layers": "layers",
-    "model.embeddings.tok_embeddings": "embed_tokens",
-    "model.final_norm": "norm",
-    "attn": "self_attn",
-    "attn.Wo": "attn.o_proj",
-    "attn_norm": "input_layernorm",
-    "mlp_norm": "post_attention_layernorm",
-    "mlp.Wi": "mlp.gate_up_proj",
-    "mlp.act": "mlp.act_fn",
-    "mlp.Wo": "mlp.down_proj",
-}
 
 
 def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
@@ -25,4 +13,21 @@ def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
     return model.decoder(model.lm_head(model.norm(hidden)))
 
 
-ENVOYS = default.ENVOYS
+FAMILY = default.FAMILY.replace(
+    name="modernbert_decoder",
+    model_types=("modernbert-decoder",),
+    rename={
+        "model.layers": "layers",
+        "model.embeddings.tok_embeddings": "embed_tokens",
+        "model.final_norm": "norm",
+        "attn": "self_attn",
+        "attn.Wo": "attn.o_proj",
+        "attn_norm": "input_layernorm",
+        "mlp_norm": "post_attention_layernorm",
+        "mlp.Wi": "mlp.gate_up_proj",
+        "mlp.act": "mlp.act_fn",
+        "mlp.Wo": "mlp.down_proj",
+    },
+    project_on_vocab=project_on_vocab,
+    tiny={"modernbert-decoder": TinyConfig("modernbert-decoder", {"num_hidden_layers": 3, "local_attention": 8, "cls_token_id": 0, "sep_token_id": 0})},
+)

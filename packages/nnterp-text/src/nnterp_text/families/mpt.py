@@ -7,22 +7,9 @@ contribution is the dropout's output.
 
 from torch import Tensor
 
-from nnterp import Attention, HeadOutputs, Layer, Mlp, interface_reason
-from nnterp.families import default
+from nnterp import Attention, Family, HeadOutputs, Layer, Mlp, TinyConfig, interface_reason
 
 from .bloom import HeadOutputsView
-
-RENAME = {
-    "transformer.blocks": "layers",
-    "transformer.wte": "embed_tokens",
-    "transformer.norm_f": "norm",
-    "attn": "self_attn",
-    "attn.out_proj": "attn.o_proj",
-    "norm_1": "input_layernorm",
-    "norm_2": "post_attention_layernorm",
-    "ffn": "mlp",
-    "ffn.act": "ffn.act_fn",
-}
 
 
 class MptLayer(Layer):
@@ -58,9 +45,20 @@ class MptMlp(Mlp):
     mlp_output = Mlp.mlp_output.at("source.F_dropout_0.output", select=None)
 
 
-ENVOYS = {
-    **default.ENVOYS,
-    "layers.*": MptLayer,
-    "layers.*.self_attn": MptAttention,
-    "layers.*.mlp": MptMlp,
-}
+FAMILY = Family(
+    name="mpt",
+    model_types=("mpt",),
+    rename={
+        "transformer.blocks": "layers",
+        "transformer.wte": "embed_tokens",
+        "transformer.norm_f": "norm",
+        "attn": "self_attn",
+        "attn.out_proj": "attn.o_proj",
+        "norm_1": "input_layernorm",
+        "norm_2": "post_attention_layernorm",
+        "ffn": "mlp",
+        "ffn.act": "ffn.act_fn",
+    },
+    envoys={"layers.*": MptLayer, "layers.*.self_attn": MptAttention, "layers.*.mlp": MptMlp},
+    tiny={"mpt": TinyConfig("mpt", {"n_layers": 3, "n_heads": 4, "max_seq_len": 256, "use_cache": True})},
+)

@@ -4,8 +4,13 @@ The attention and the MLP read the stream itself, so the pre-norm outputs are
 unavailable and the contributions are the post norms' outputs.
 """
 
-from nnterp import PostNormAttention, PostNormLayer, PostNormMlp
+from nnterp import PostNormAttention, PostNormLayer, PostNormMlp, TinyConfig
 from nnterp.families import default
 
-RENAME = default.RENAME
-ENVOYS = {"layers.*": PostNormLayer, "layers.*.self_attn": PostNormAttention, "layers.*.mlp": PostNormMlp}
+
+FAMILY = default.FAMILY.replace(
+    name="olmo2",
+    model_types=("olmo2", "olmo3", "exaone4"),
+    envoys={"layers.*": PostNormLayer, "layers.*.self_attn": PostNormAttention, "layers.*.mlp": PostNormMlp},
+    tiny={model_type: TinyConfig(model_type) for model_type in ("olmo2", "olmo3", "exaone4")},
+)

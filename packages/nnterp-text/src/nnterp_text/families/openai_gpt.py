@@ -16,28 +16,19 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, Mlp, PostNormLayer, unavailable
-from nnterp.families import default
+from nnterp import Attention, Family, Mlp, PostNormLayer, TinyConfig, unavailable
 
 from .own_attention import HELPER, HelperAttention, viewed
 
-RENAME = {
-    "transformer.h": "layers",
-    "transformer.tokens_embed": "embed_tokens",
-    "attn": "self_attn",
-    "attn.c_proj": "attn.o_proj",
-    "mlp.c_fc": "mlp.up_proj",
-    "mlp.c_proj": "mlp.down_proj",
-}
-
-#: why the root has no ``norm``: for a core that lets a family say so (today every family must name one)
-NO_FINAL_NORM = "a post-LN model: the last block's ln_2 normalizes the stream the logits are read from; there is no final norm"
 
 POST_LN = (
     "a post-LN block: it normalizes the stream after adding the {sublayer}'s output ({stream} = "
     "{norm}({residual} + output)), so what the {sublayer} changes in the stream includes that norm and "
     "is no tensor of the model; the {sublayer}'s own output is {native}"
 )
+
+#: what a post-LN block makes the kit skip: no additive decomposition of the stream, so no contribution to check
+POST_LN_SKIPS = dict.fromkeys(("contribution", "contribution_at_every_step", "mid_stream"), "a post-LN block")
 
 
 def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
@@ -70,4 +61,20 @@ class GPTMlp(Mlp):
     mlp_activation = Mlp.mlp_activation.at("down_proj.input")
 
 
-ENVOYS = {**default.ENVOYS, "layers.*": PostLNLayer, "layers.*.self_attn": GPTAttention, "layers.*.mlp": GPTMlp}
+FAMILY = Family(
+    name="openai_gpt",
+    model_types=("openai-gpt",),
+    rename={
+        "transformer.h": "layers",
+        "transformer.tokens_embed": "embed_tokens",
+        "attn": "self_attn",
+        "attn.c_proj": "attn.o_proj",
+        "mlp.c_fc": "mlp.up_proj",
+        "mlp.c_proj": "mlp.down_proj",
+    },
+    envoys={"layers.*": PostLNLayer, "layers.*.self_attn": GPTAttention, "layers.*.mlp": GPTMlp},
+    no_final_norm="a post-LN model: the last block's ln_2 normalizes the stream the logits are read from; there is no final norm",
+    project_on_vocab=project_on_vocab,
+    tiny={"openai-gpt": TinyConfig("openai-gpt")},
+    skips={"openai-gpt": POST_LN_SKIPS},
+)

@@ -4,23 +4,13 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, EProperty, FamilyMismatch, Layer, Mlp, TokenEProperty
-from nnterp.families import default
+from nnterp import Attention, EProperty, Family, FamilyMismatch, Layer, Mlp, TinyConfig, TokenEProperty
 from nnterp.logits import unembed
 
 from .inline_mlp import InlineMlp, InlineMlpLayer
 from .own_attention import viewed
 from .xglm import PROJECTED_HEADS
 
-RENAME = {
-    "model.decoder.layers": "layers",
-    "model.decoder.embed_tokens": "embed_tokens",
-    "model.decoder.final_layer_norm": "norm",
-    "self_attn.out_proj": "self_attn.o_proj",
-    "self_attn_layer_norm": "input_layernorm",
-    # the block's final_layer_norm (its MLP's pre-norm) is aliased by OPTLayer: the decoder's
-    # final norm has the same name, and a rename key would alias both
-}
 
 POST_LN = (
     "do_layer_norm_before=False (OPT-350m): a post-LN model, normalized after each sublayer is added "
@@ -76,4 +66,22 @@ class OPTMlp(InlineMlp):
     mlp_neurons = token_flat(Mlp.mlp_neurons, "down_proj.input")
 
 
-ENVOYS = {**default.ENVOYS, "layers.*": OPTLayer, "layers.*.self_attn": OPTAttention, "layers.*.mlp": OPTMlp}
+FAMILY = Family(
+    name="opt",
+    model_types=("opt",),
+    rename={
+        "model.decoder.layers": "layers",
+        "model.decoder.embed_tokens": "embed_tokens",
+        "model.decoder.final_layer_norm": "norm",
+        "self_attn.out_proj": "self_attn.o_proj",
+        "self_attn_layer_norm": "input_layernorm",
+        # the block's final_layer_norm (its MLP's pre-norm) is aliased by OPTLayer: the decoder's
+        # final norm has the same name, and a rename key would alias both
+    },
+    envoys={"layers.*": OPTLayer, "layers.*.self_attn": OPTAttention, "layers.*.mlp": OPTMlp},
+    project_on_vocab=project_on_vocab,
+    tiny={
+        "opt": TinyConfig("opt", {"num_hidden_layers": 3}),
+        "opt-projected": TinyConfig("opt", {"num_hidden_layers": 3, "word_embed_proj_dim": 32}),
+    },
+)

@@ -1,6 +1,6 @@
 """Phi (1/2): a parallel block, one norm feeding both sublayers, under Phi's names (``dense``, ``fc1``/``fc2``, ``final_layernorm``)."""
 
-from nnterp import ParallelLayer
+from nnterp import ParallelLayer, TinyConfig
 from nnterp.families import default
 
 #: the stack, the final norm and the attention's output projection, shared with Persimmon
@@ -11,11 +11,21 @@ STACK_RENAME = {
     "self_attn.dense": "self_attn.o_proj",
 }
 
-RENAME = {
-    **STACK_RENAME,
-    "mlp.fc1": "mlp.up_proj",
-    "mlp.fc2": "mlp.down_proj",
-    "mlp.activation_fn": "mlp.act_fn",
-}
 
-ENVOYS = {**default.ENVOYS, "layers.*": ParallelLayer}
+FAMILY = default.FAMILY.replace(
+    name="phi",
+    model_types=("phi",),
+    rename={
+        **STACK_RENAME,
+        "mlp.fc1": "mlp.up_proj",
+        "mlp.fc2": "mlp.down_proj",
+        "mlp.activation_fn": "mlp.act_fn",
+    },
+    envoys={**default.FAMILY.envoys, "layers.*": ParallelLayer},
+    tiny={"phi": TinyConfig("phi", {"num_hidden_layers": 3})},
+    skips={
+        "phi": {
+            "mid_stream": "a parallel block",
+        },
+    },
+)

@@ -9,10 +9,8 @@ eval.
 
 from torch import Tensor
 
-from nnterp import Moe
+from nnterp import Moe, TinyConfig
 from nnterp.families import default
-
-RENAME = default.RENAME
 
 
 class SparseMixerMoe(Moe):
@@ -27,4 +25,14 @@ class SparseMixerMoe(Moe):
         return weights.reshape(*router_logits.shape[:-1], -1), indices.reshape(*router_logits.shape[:-1], -1)
 
 
-ENVOYS = {**default.ENVOYS, "layers.*.mlp": SparseMixerMoe}
+FAMILY = default.FAMILY.replace(
+    name="phimoe",
+    model_types=("phimoe",),
+    envoys={**default.FAMILY.envoys, "layers.*.mlp": SparseMixerMoe},
+    tiny={"phimoe": TinyConfig("phimoe")},
+    skips={
+        "phimoe": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

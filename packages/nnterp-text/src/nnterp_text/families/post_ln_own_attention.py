@@ -11,8 +11,7 @@ operand, scores the softmax's input, the pattern the dropout's output, head
 outputs the second ``matmul``'s output), only without its pre-norms.
 """
 
-from .bert import *  # noqa: F403
-from .bert import ENVOYS as BERT_ENVOYS
+from . import bert
 from .bert import BertAttention, BertLayer
 from .megatron_bert import MegatronBertAttention
 
@@ -37,6 +36,5 @@ class TupleBertLayer(BertLayer):
     returns_tuple = True
 
 
-ENVOYS = {**BERT_ENVOYS, "layers.*.self_attn": OwnArithmeticBertAttention}
-#: the envoys of a copy whose block returns a tuple
-TUPLE_ENVOYS = {**ENVOYS, "layers.*": TupleBertLayer}
+#: the base of the copies (each serves its own model type): BERT's, its attention's interior read at its own operations
+FAMILY = bert.FAMILY.replace(name="post_ln_own_attention", envoys={**bert.FAMILY.envoys, "layers.*.self_attn": OwnArithmeticBertAttention})

@@ -17,14 +17,13 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, Layer, Mlp
-from nnterp.families import default
+from nnterp import Attention, Family, Layer, Mlp
 
 from .bert import BLOCK, BertAttention, BertMlp
 
 
 def rename(backbone: str, head: str, norm: str) -> dict[str, str]:
-    """The RENAME of a pre-LN copy of BERT: encoder under ``backbone``, LM head ``head``, final LayerNorm ``norm``."""
+    """The ``rename`` of a pre-LN copy of BERT: encoder under ``backbone``, LM head ``head``, final LayerNorm ``norm``."""
     return {
         f"{backbone}.encoder.layer": "layers",
         f"{backbone}.embeddings.word_embeddings": "embed_tokens",
@@ -61,9 +60,9 @@ class PreLNBertMlp(BertMlp):
     mlp_output = Mlp.mlp_output.at("../E_output.dense.output", select=None)
 
 
-ENVOYS = {
-    **default.ENVOYS,
-    "layers.*": PreLNBertLayer,
-    "layers.*.self_attn": PreLNBertAttention,
-    "layers.*.mlp": PreLNBertMlp,
-}
+#: the base of the pre-LN copies (each serves its own model type, under its own names)
+FAMILY = Family(
+    name="pre_ln_bert",
+    envoys={"layers.*": PreLNBertLayer, "layers.*.self_attn": PreLNBertAttention, "layers.*.mlp": PreLNBertMlp},
+    project_on_vocab=project_on_vocab,
+)

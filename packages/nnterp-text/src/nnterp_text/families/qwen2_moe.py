@@ -6,22 +6,23 @@ The block computes ``shared_expert_output = sigmoid(shared_expert_gate(x))
 the block's forward makes it (``source.shared_expert_output_1``): writing it
 changes what the block adds. ``shared_experts.output`` is the ungated
 expert, ``shared_expert_gate.output`` the gate's logit. The first blocks
-listed in ``mlp_only_layers`` are dense.
+listed in ``mlp_only_layers`` are dense. That mixture is ``GatedSharedMoe``.
 """
 
-from nnterp import Moe
+from nnterp import GatedSharedMoe, TinyConfig
 
-from .olmoe import ENVOYS as OLMOE
-from .olmoe import RENAME as OLMOE_NAMES
-
-RENAME = {**OLMOE_NAMES, "mlp.shared_expert": "mlp.shared_experts"}
+from . import olmoe
 
 
-class GatedSharedMoe(Moe):
-    #: the shared expert's gated product is an operation of this forward, read after the router runs:
-    #: instrument the forward when built
-    sourced = True
-    shared_expert_output = Moe.shared_expert_output.at("source.shared_expert_output_1.output")
-
-
-ENVOYS = {**OLMOE, "layers.*.mlp": GatedSharedMoe}
+FAMILY = olmoe.FAMILY.replace(
+    name="qwen2_moe",
+    model_types=("qwen2_moe",),
+    rename={**olmoe.FAMILY.rename, "mlp.shared_expert": "mlp.shared_experts"},
+    envoys={**olmoe.FAMILY.envoys, "layers.*.mlp": GatedSharedMoe},
+    tiny={"qwen2_moe": TinyConfig("qwen2_moe")},
+    skips={
+        "qwen2_moe": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

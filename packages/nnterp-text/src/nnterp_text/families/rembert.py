@@ -8,9 +8,17 @@ entering the first block is that projection's output. The head
 LayerNorm, decoder) reads the last block's output.
 """
 
-from .post_ln_own_attention import *  # noqa: F403
-from .post_ln_own_attention import TUPLE_ENVOYS, rename
+from . import bert, post_ln_own_attention
+from .post_ln_own_attention import TupleBertLayer
 
-RENAME = rename("rembert", "cls.predictions")
-# the block returns (hidden, (attentions)): the encoder reads [0]
-ENVOYS = TUPLE_ENVOYS
+
+FAMILY = post_ln_own_attention.FAMILY.replace(
+    name="rembert",
+    model_types=("rembert",),
+    rename=bert.rename("rembert", "cls.predictions"),
+    # the block returns (hidden, (attentions)): the encoder reads [0]
+    envoys={**post_ln_own_attention.FAMILY.envoys, "layers.*": TupleBertLayer},
+    # embedding widths away from the hidden width, so the projections after the embeddings run
+    tiny=bert.tiny_decoder("rembert", input_embedding_size=32, output_embedding_size=48),
+    skips={"rembert": bert.POST_LN_SKIPS},
+)

@@ -5,8 +5,15 @@ The attention's pre-norm is ``attention.LayerNorm``, the MLP's ``intermediate.La
 the backbone's ``LayerNorm``, applied to the last block's output before ``lm_head``.
 """
 
-from .pre_ln_bert import *  # noqa: F403
-from .pre_ln_bert import rename
-from .roberta import position_ids  # noqa: F401 - RoBERTa's positions
+from . import bert, pre_ln_bert, roberta
 
-RENAME = rename("roberta_prelayernorm", "lm_head", "roberta_prelayernorm.LayerNorm")
+
+FAMILY = pre_ln_bert.FAMILY.replace(
+    name="roberta_prelayernorm",
+    model_types=("roberta-prelayernorm",),
+    rename=pre_ln_bert.rename("roberta_prelayernorm", "lm_head", "roberta_prelayernorm.LayerNorm"),
+    position_ids=roberta.position_ids,
+    # eps 1e-5, not the class default 1e-12: with that the final LayerNorm undoes a scaled last-block output
+    # exactly in float32, so an edit there would reach nothing
+    tiny=bert.tiny_decoder("roberta-prelayernorm", layer_norm_eps=1e-5),
+)

@@ -1,6 +1,12 @@
 """RoCBERT: BERT's block and head under ``roc_bert`` (its pronunciation and shape embeddings change only the stream entering the first block)."""
 
-from .bert import *  # noqa: F403
-from .bert import rename
+from . import bert
 
-RENAME = rename("roc_bert", "cls.predictions")
+
+FAMILY = bert.FAMILY.replace(
+    name="roc_bert",
+    model_types=("roc_bert",),
+    rename=bert.rename("roc_bert", "cls.predictions"),
+    tiny=bert.tiny_decoder("roc_bert"),
+    skips={"roc_bert": bert.POST_LN_SKIPS},
+)

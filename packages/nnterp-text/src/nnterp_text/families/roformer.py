@@ -9,9 +9,17 @@ is the rotated values the pattern weights. The embeddings carry no absolute
 positions.
 """
 
-from .post_ln_own_attention import *  # noqa: F403
-from .post_ln_own_attention import TUPLE_ENVOYS, rename
+from . import bert, post_ln_own_attention
+from .post_ln_own_attention import TupleBertLayer
 
-RENAME = rename("roformer", "cls.predictions")
-# the block returns (hidden, (attentions)): the encoder reads [0]
-ENVOYS = TUPLE_ENVOYS
+
+FAMILY = post_ln_own_attention.FAMILY.replace(
+    name="roformer",
+    model_types=("roformer",),
+    rename=bert.rename("roformer", "cls.predictions"),
+    # the block returns (hidden, (attentions)): the encoder reads [0]
+    envoys={**post_ln_own_attention.FAMILY.envoys, "layers.*": TupleBertLayer},
+    # embedding widths away from the hidden width, so the projections after the embeddings run
+    tiny=bert.tiny_decoder("roformer", embedding_size=32),
+    skips={"roformer": bert.POST_LN_SKIPS},
+)

@@ -2,20 +2,12 @@
 
 from typing import Any
 
-from nnterp import Attention, Mlp, seq_first
+from nnterp import Attention, Family, Mlp, TinyConfig, seq_first
 from torch import Tensor, float16
 
 from .inline_mlp import InlineMlp, InlineMlpLayer
 from .own_attention import viewed
 
-RENAME = {
-    "model.layers": "layers",
-    "model.embed_tokens": "embed_tokens",
-    "model.layer_norm": "norm",
-    "self_attn.out_proj": "self_attn.o_proj",
-    "self_attn_layer_norm": "input_layernorm",
-    "final_layer_norm": "post_attention_layernorm",
-}
 
 #: what the block adds after each sublayer, the output of a dropout (_1 is the cross-attention's, _2 the activation's)
 ADDED_BY_ATTENTION = "../source.nn_functional_dropout_0.output"
@@ -85,4 +77,17 @@ class XGLMMlp(InlineMlp):
     mlp_output = Mlp.mlp_output.at(ADDED_BY_MLP, select=None)
 
 
-ENVOYS = {"layers.*": InlineMlpLayer, "layers.*.self_attn": XGLMAttention, "layers.*.mlp": XGLMMlp}
+FAMILY = Family(
+    name="xglm",
+    model_types=("xglm",),
+    rename={
+        "model.layers": "layers",
+        "model.embed_tokens": "embed_tokens",
+        "model.layer_norm": "norm",
+        "self_attn.out_proj": "self_attn.o_proj",
+        "self_attn_layer_norm": "input_layernorm",
+        "final_layer_norm": "post_attention_layernorm",
+    },
+    envoys={"layers.*": InlineMlpLayer, "layers.*.self_attn": XGLMAttention, "layers.*.mlp": XGLMMlp},
+    tiny={"xglm": TinyConfig("xglm", {"num_layers": 3, "attention_heads": 4})},
+)

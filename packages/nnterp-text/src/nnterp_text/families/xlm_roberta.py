@@ -1,7 +1,11 @@
 """XLM-RoBERTa: RoBERTa's block and head, under the same names."""
 
-from .bert import *  # noqa: F403
-from .bert import rename
-from .roberta import position_ids  # noqa: F401 - RoBERTa's positions
+from . import bert, roberta
 
-RENAME = rename("roberta", "lm_head")
+
+FAMILY = roberta.FAMILY.replace(
+    name="xlm_roberta",
+    model_types=("xlm-roberta",),
+    tiny=bert.tiny_decoder("xlm-roberta"),
+    skips={"xlm-roberta": bert.POST_LN_SKIPS},
+)

@@ -7,12 +7,8 @@ before ``intermediate``. The final LayerNorm is ``roberta.encoder.LayerNorm``.
 
 from nnterp import Layer
 
-from .pre_ln_bert import *  # noqa: F403
-from .pre_ln_bert import ENVOYS as PRE_LN_ENVOYS
-from .pre_ln_bert import PreLNBertLayer, rename
-from .roberta import position_ids  # noqa: F401 - RoBERTa's positions
-
-RENAME = rename("roberta", "lm_head", "roberta.encoder.LayerNorm")
+from . import bert, pre_ln_bert, roberta
+from .pre_ln_bert import PreLNBertLayer
 
 
 class XLMRobertaXLLayer(PreLNBertLayer):
@@ -23,4 +19,11 @@ class XLMRobertaXLLayer(PreLNBertLayer):
     mlp_norm_output = Layer.mlp_norm_output.at("LayerNorm.output")
 
 
-ENVOYS = {**PRE_LN_ENVOYS, "layers.*": XLMRobertaXLLayer}
+FAMILY = pre_ln_bert.FAMILY.replace(
+    name="xlm_roberta_xl",
+    model_types=("xlm-roberta-xl",),
+    rename=pre_ln_bert.rename("roberta", "lm_head", "roberta.encoder.LayerNorm"),
+    envoys={**pre_ln_bert.FAMILY.envoys, "layers.*": XLMRobertaXLLayer},
+    position_ids=roberta.position_ids,
+    tiny=bert.tiny_decoder("xlm-roberta-xl"),
+)

@@ -24,12 +24,9 @@ from torch import Tensor
 
 from nnterp import Mlp, unavailable
 
-from .bert import *  # noqa: F403
-from .bert import ENVOYS as BERT_ENVOYS
-from .bert import BertLayer, BertMlp, rename
-from .roberta import position_ids  # noqa: F401 - RoBERTa's positions
+from . import bert, roberta
+from .bert import BertLayer, BertMlp
 
-RENAME = rename("roberta", "lm_head")
 
 PRE_NORM = (
     "X-MOD with pre_norm=True is not served: its MLP reads output.LayerNorm(layer_mid), its language "
@@ -63,4 +60,12 @@ class XmodMlp(BertMlp):
     mlp_neurons = Mlp.mlp_neurons.at("output")
 
 
-ENVOYS = {**BERT_ENVOYS, "layers.*": XmodLayer, "layers.*.mlp": XmodMlp}
+FAMILY = roberta.FAMILY.replace(
+    name="xmod",
+    model_types=("xmod",),
+    envoys={**roberta.FAMILY.envoys, "layers.*": XmodLayer, "layers.*.mlp": XmodMlp},
+    project_on_vocab=project_on_vocab,
+    # the adapter used when no lang_ids are passed
+    tiny=bert.tiny_decoder("xmod", default_language="en_XX"),
+    skips={"xmod": bert.POST_LN_SKIPS},
+)

@@ -21,10 +21,10 @@ class's logit does not make a token choose it (``routable_experts`` leaves it ou
 
 from torch import Tensor
 
-from nnterp import Attention, Mlp, Moe, unavailable
+from nnterp import Attention, Mlp, Moe, TinyConfig, unavailable
 from nnterp.families import default
 
-from nnterp_text.families.glm_moe_dsa import CarryingLayer
+from .glm_moe_dsa import CarryingLayer
 
 RESCALED = (
     "ZAYA's ResidualScaling adds {0} as (out + b) * s + (stream + b') * s', rescaling the stream itself: "
@@ -68,5 +68,20 @@ class ZayaMoe(Moe):
         return list(range(self.num_experts - 1))
 
 
-RENAME = {**default.RENAME, "mlp.gate": "mlp.router"}
-ENVOYS = {**default.ENVOYS, "layers.*": ZayaLayer, "layers.*.self_attn": ZayaAttention, "layers.*.mlp": ZayaMoe}
+FAMILY = default.FAMILY.replace(
+    name="zaya",
+    model_types=("zaya",),
+    rename={**default.FAMILY.rename, "mlp.gate": "mlp.router"},
+    envoys={**default.FAMILY.envoys, "layers.*": ZayaLayer, "layers.*.self_attn": ZayaAttention, "layers.*.mlp": ZayaMoe},
+    tiny={"zaya": TinyConfig("zaya", {"num_hidden_layers": 3, "num_experts_per_tok": 1, "router_hidden_size": 32})},
+    skips={
+        "zaya": {
+            "contribution": "ZAYA's ResidualScaling adds the attention as",
+            "contribution_at_every_step": "ZAYA's ResidualScaling adds the attention as",
+            "mid_stream": "ZAYA's ResidualScaling adds the attention as",
+            "neurons_make_contribution": "a mixture of experts",
+            "rerouted_slot_runs_the_new_expert": "one expert per token",
+            "zeroed_slot_leaves_the_sum": "one expert per token",
+        },
+    },
+)

@@ -21,7 +21,7 @@ class Llama4Vision(Vision):
     tower's ``last_hidden_state`` is not, since the tower drops the class row
     and runs its ``vision_adapter`` (pixel shuffle and a two-layer MLP) before
     returning. ``image_features`` is read in the root's own forward (the
-    family's ``ROOT_SCATTER``).
+    family's ``root_scatter``).
     """
 
     @EProperty("patch_embed.output", "The patch embedding's output, one row per patch", no_images)

@@ -34,22 +34,23 @@ def scatter_host(envoy: Any) -> ImageScatter:
     for child in root._children:
         if isinstance(child, ImageScatter):
             return child
-    raise LookupError(f"{type(root._module).__name__}: the family keys no module as ImageScatter, and declares no ROOT_SCATTER")
+    raise LookupError(f"{type(root._module).__name__}: the family keys no module as ImageScatter, and declares no root_scatter")
 
 
 def scatter_site(envoy: Any) -> tuple[str, int | str]:
     """Where the model ``envoy`` belongs to writes its image features: the key of the operation's inputs, and which argument.
 
     A wrapper whose root forward scatters the features itself (Llama 4: no
-    inner model) declares the operation as ``ROOT_SCATTER`` (its argument
-    ``ROOT_SCATTER_ARGUMENT``, 1 by default), and core instruments the root's
+    inner model) declares the operation as ``VisionFamily.root_scatter`` (its argument
+    ``root_scatter_argument``, 1 by default), and core instruments the root's
     forward at build; any other wrapper keys its inner model as an ``ImageScatter``.
     """
+    from ..family import VisionFamily
+
     root = envoy.root
-    family = getattr(root, "family", None)
-    operation = getattr(family, "ROOT_SCATTER", None)
-    if operation is not None:
-        return f"/source.{operation}.inputs", getattr(family, "ROOT_SCATTER_ARGUMENT", 1)
+    family = root.__dict__.get("family")
+    if isinstance(family, VisionFamily) and family.root_scatter is not None:
+        return f"/source.{family.root_scatter}.inputs", family.root_scatter_argument
     host = scatter_host(envoy)
     relative = host.path[len(root.path) :].lstrip(".")
     return f"/{relative}.source.{host.scatter_operation}.inputs", host.scatter_argument

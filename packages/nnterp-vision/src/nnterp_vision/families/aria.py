@@ -12,7 +12,6 @@ image tokens whatever its patches. The text blocks are nnterp-text's Aria
 family's (OLMoE's mixture under its own router).
 """
 
-from nnterp_text.families import aria_text
 from transformers.models.aria.modeling_aria import AriaModel, AriaProjector
 from transformers.models.idefics3.modeling_idefics3 import (
     Idefics3EncoderLayer,
@@ -22,27 +21,29 @@ from transformers.models.idefics3.modeling_idefics3 import (
 )
 
 from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
-from .idefics3 import RENAME as IDEFICS3_RENAME
-from .llava import TASK
+from ..family import VisionFamily
+from ..tiny.aria import TINY
+from . import llava
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-RENAME = {
-    **aria_text.RENAME,
-    **{key: value for key, value in IDEFICS3_RENAME.items() if not key.startswith("model.")},
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-ENVOYS = {
-    Idefics3VisionTransformer: Vision,
-    Idefics3EncoderLayer: VisionLayer,
-    Idefics3VisionAttention: VisionAttention,
-    Idefics3VisionMLP: VisionMlp,
-    AriaProjector: Projector,
-    AriaModel: ImageScatter,
-    **aria_text.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="aria",
+    model_types=("aria",),
+    # LLaVA's paths; the tower's modules are Idefics3's, SigLIP's under CLIP's names
+    rename=llava.FAMILY.rename,
+    envoys={
+        Idefics3VisionTransformer: Vision,
+        Idefics3EncoderLayer: VisionLayer,
+        Idefics3VisionAttention: VisionAttention,
+        Idefics3VisionMLP: VisionMlp,
+        AriaProjector: Projector,
+        AriaModel: ImageScatter,
+    },
+    text_family="aria_text",
+    # every image resized to 980 pixels: 14 x 14 patches of 70, pooled into 4 learned queries; Aria's MoE text model
+    tiny={"aria": TINY},
+    skips={
+        "aria": {
+            "neurons_make_contribution": "a mixture of experts",
+        },
+    },
+)

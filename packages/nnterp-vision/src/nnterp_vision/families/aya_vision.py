@@ -11,7 +11,7 @@ last block's ``layer_output``, before SigLIP's ``post_layernorm``, so not
 ``tower_output``), folds each ``downsample_factor`` square of patches into
 one row, layer-norms and projects it; the wrapper flattens that into
 ``image_features``. The text model is Cohere2's parallel block
-(``nnterp_text.families.cohere``), but the wrapper's ``lm_head`` does not
+(nnterp-text's Cohere family, by the ``cohere2`` model type), but the wrapper's ``lm_head`` does not
 multiply by ``logit_scale``, so the logits are the plain projection.
 
 The prompt's placeholder is ``<image>`` (``processor.image_token``); the
@@ -20,22 +20,37 @@ processor writes ``<|START_OF_IMG|>``, ``TILE_<i>`` and each tile's
 ``<|END_OF_IMG|>``; ``image_token_mask`` is the ``<|IMG_PATCH|>`` tokens alone.
 """
 
-from nnterp_text.families.cohere import ENVOYS as COHERE
+from nnterp.logits import unembed
 from transformers.models.aya_vision.modeling_aya_vision import AyaVisionModel, AyaVisionMultiModalProjector
-from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipEncoderLayer, SiglipMLP, SiglipVisionModel
+from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
-from ..components import ImageScatter, VisionAttention, VisionLayer, VisionMlp
+from ..components import ImageScatter
 from ..components.pixel_shuffle import PixelShuffleProjector
 from ..components.siglip import SiglipVision
-from .llava import RENAME, TASK  # noqa: F401 - the same paths: SigLIP's names are CLIP's
+from ..family import VisionFamily
+from ..tiny.aya_vision import TINY
+from . import llava
+from .paligemma import SIGLIP_BLOCKS
 
-#: PaliGemma's SigLIP tower, Aya's projector and scatter, Cohere2's text blocks (parallel, keyed by path)
-ENVOYS = {
-    SiglipVisionModel: SiglipVision,
-    SiglipEncoderLayer: VisionLayer,
-    SiglipAttention: VisionAttention,
-    SiglipMLP: VisionMlp,
-    AyaVisionMultiModalProjector: PixelShuffleProjector,
-    AyaVisionModel: ImageScatter,
-    **COHERE,
-}
+FAMILY = VisionFamily(
+    name="aya_vision",
+    model_types=("aya_vision",),
+    # the same paths as LLaVA's: SigLIP's names are CLIP's
+    rename=llava.FAMILY.rename,
+    # PaliGemma's SigLIP tower, Aya's projector and scatter; Cohere2's text blocks (parallel, keyed by path) come with its family
+    envoys={
+        SiglipVisionModel: SiglipVision,
+        **SIGLIP_BLOCKS,
+        AyaVisionMultiModalProjector: PixelShuffleProjector,
+        AyaVisionModel: ImageScatter,
+    },
+    text_family="cohere2",
+    # the wrapper's lm_head does not multiply by Cohere2's logit_scale: the plain projection, not the text family's
+    project_on_vocab=unembed,
+    tiny={"aya_vision": TINY},
+    skips={
+        "aya_vision": {
+            "mid_stream": "a parallel block",
+        },
+    },
+)

@@ -20,12 +20,22 @@ from transformers.models.cohere2_vision.modeling_cohere2_vision import Cohere2Vi
 
 from ..components import ImageScatter
 from ..components.pixel_shuffle import PixelShuffleProjector
-from .aya_vision import ENVOYS as AYA_VISION
-from .aya_vision import RENAME, TASK  # noqa: F401 - the same paths
+from ..tiny.cohere2_vision import TINY
+from . import aya_vision
 
-#: Aya Vision's, with Command A Vision's projector and scatter
-ENVOYS = {
-    Cohere2VisionMultiModalProjector: PixelShuffleProjector,
-    Cohere2VisionModel: ImageScatter,
-    **{key: value for key, value in AYA_VISION.items() if key not in (AyaVisionMultiModalProjector, AyaVisionModel)},
-}
+#: Aya Vision's paths, tower, text family and plain logits, with Command A Vision's projector and scatter
+FAMILY = aya_vision.FAMILY.replace(
+    name="cohere2_vision",
+    model_types=("cohere2_vision",),
+    envoys={
+        Cohere2VisionMultiModalProjector: PixelShuffleProjector,
+        Cohere2VisionModel: ImageScatter,
+        **{key: value for key, value in aya_vision.FAMILY.envoys.items() if key not in (AyaVisionMultiModalProjector, AyaVisionModel)},
+    },
+    tiny={"cohere2_vision": TINY},
+    skips={
+        "cohere2_vision": {
+            "mid_stream": "a parallel block",
+        },
+    },
+)

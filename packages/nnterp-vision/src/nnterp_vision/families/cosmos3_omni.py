@@ -12,9 +12,30 @@ transformers drops on load: only the image-to-text path exists to serve.
 from transformers.models.cosmos3_omni.modeling_cosmos3_omni import Cosmos3OmniModel
 
 from ..components import ImageScatter
-from .qwen3_vl import ENVOYS as QWEN3_VL_ENVOYS
-from .qwen3_vl import RENAME, TASK
+from ..tiny.qwen3_vl import Qwen3VLTinyConfig
+from ..tiny.sizes import QWEN3_TEXT, QWEN3_VL_VIT, QWEN_TOKENS, TEXT
+from . import qwen3_vl
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-ENVOYS = {Cosmos3OmniModel: ImageScatter, **QWEN3_VL_ENVOYS}
+FAMILY = qwen3_vl.FAMILY.replace(
+    name="cosmos3_omni",
+    model_types=("cosmos3_omni",),
+    envoys={Cosmos3OmniModel: ImageScatter, **qwen3_vl.FAMILY.envoys},
+    tiny={
+        # Qwen3-VL's tower, DeepStack and text model under its own config type; 6 image tokens for the checks' image
+        "cosmos3_omni": Qwen3VLTinyConfig(
+            "cosmos3_omni",
+            {
+                # its nested configs are declared through AutoConfig, so not shrunk: the text model's sizes given whole
+                "text_config": {**TEXT, **QWEN3_TEXT, "model_type": "qwen3_vl_text"},
+                "vision_config": {**QWEN3_VL_VIT, "model_type": "qwen3_vl_vision"},
+                **QWEN_TOKENS,
+            },
+            load={"attn_implementation": "eager"},
+        ),
+    },
+    skips={
+        "cosmos3_omni": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -14,28 +14,25 @@ tokens for each image placeholder (``processor.image_token``), one per patch.
 
 from nnterp.families import default
 from transformers.models.deepseek_vl.modeling_deepseek_vl import DeepseekVLModel
-from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipEncoderLayer, SiglipMLP, SiglipVisionModel
+from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
-from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
-from .llava import RENAME as LLAVA_RENAME
-from .llava import TASK
+from ..components import ImageScatter, Projector, Vision
+from ..family import VisionFamily
+from ..tiny.deepseek_vl import TINY
+from . import llava
+from .paligemma import SIGLIP_BLOCKS
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: LLaVA's names (SigLIP's are CLIP's), the tower and the aligner at their own paths
-RENAME = {
-    **{key: value for key, value in LLAVA_RENAME.items() if key not in ("model.vision_tower", "model.multi_modal_projector")},
-    "model.vision_model": "vision",
-    "model.aligner": "projector",
-}
-
-#: the tower's by module type, as on PaliGemma; its scatter takes the aligner's rows already flattened
-ENVOYS = {
-    SiglipVisionModel: Vision,
-    SiglipEncoderLayer: VisionLayer,
-    SiglipAttention: VisionAttention,
-    SiglipMLP: VisionMlp,
-    "projector": Projector,
-    DeepseekVLModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="deepseek_vl",
+    model_types=("deepseek_vl",),
+    # LLaVA's names (SigLIP's are CLIP's), the tower and the aligner at their own paths
+    rename={
+        **{key: value for key, value in llava.FAMILY.rename.items() if key not in ("model.vision_tower", "model.multi_modal_projector")},
+        "model.vision_model": "vision",
+        "model.aligner": "projector",
+    },
+    # the tower's by module type, as on PaliGemma; its scatter takes the aligner's rows already flattened
+    envoys={SiglipVisionModel: Vision, **SIGLIP_BLOCKS, "projector": Projector, DeepseekVLModel: ImageScatter, **default.FAMILY.envoys},
+    # a SigLIP tower's 16 patches through an MLP aligner, 16 image tokens per image
+    tiny={"deepseek_vl": TINY},
+)

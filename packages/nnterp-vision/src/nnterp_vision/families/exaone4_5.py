@@ -10,7 +10,6 @@ text blocks are nnterp-text's EXAONE 4 family's (OLMo-2's post-norms), with
 one-dimensional positions.
 """
 
-from nnterp_text.families import olmo2
 from transformers.models.exaone4_5.modeling_exaone4_5 import (
     Exaone4_5_MLP,
     Exaone4_5_Model,
@@ -22,18 +21,36 @@ from transformers.models.exaone4_5.modeling_exaone4_5 import (
 
 from ..components import ImageScatter
 from ..components.qwen import QwenMerger, QwenVision, QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
-from .qwen2_vl import QWEN_VIT_RENAME, TASK, WRAPPER_RENAME
+from ..family import VisionFamily
+from ..tiny.qwen2_vl import QwenVLTinyConfig
+from ..tiny.sizes import QWEN2_5_VL_VIT, QWEN_TOKENS, TEXT
+from . import qwen2_5_vl
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-RENAME = {**olmo2.RENAME, **WRAPPER_RENAME, **QWEN_VIT_RENAME}
-
-ENVOYS = {
-    Exaone4_5_VisionModel: QwenVision,
-    Exaone4_5_VisionBlock: QwenVisionLayer,
-    Exaone4_5_VisionAttention: QwenVisionAttention,
-    Exaone4_5_MLP: QwenVisionMlp,
-    Exaone4_5_PatchMerger: QwenMerger,
-    Exaone4_5_Model: ImageScatter,
-    **olmo2.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="exaone4_5",
+    model_types=("exaone4_5",),
+    rename=qwen2_5_vl.FAMILY.rename,
+    envoys={
+        Exaone4_5_VisionModel: QwenVision,
+        Exaone4_5_VisionBlock: QwenVisionLayer,
+        Exaone4_5_VisionAttention: QwenVisionAttention,
+        Exaone4_5_MLP: QwenVisionMlp,
+        Exaone4_5_PatchMerger: QwenMerger,
+        Exaone4_5_Model: ImageScatter,
+    },
+    # the text blocks: EXAONE 4's, OLMo-2's post-norms
+    text_family="exaone4",
+    tiny={
+        # Qwen2.5-VL's tower with two key/value heads for four query heads, over an EXAONE 4 text model
+        "exaone4_5": QwenVLTinyConfig(
+            "exaone4_5",
+            {"text_config": {**TEXT, "model_type": "exaone4"}, "vision_config": {**QWEN2_5_VL_VIT, "num_key_value_heads": 2}, **QWEN_TOKENS},
+            load={"attn_implementation": "eager"},
+        ),
+    },
+    skips={
+        "exaone4_5": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

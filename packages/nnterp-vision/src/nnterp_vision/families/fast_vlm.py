@@ -23,8 +23,8 @@ from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperMo
 
 from ..components import ImageScatter, Projector
 from ..components.timm import ConvBlock, ConvTimmVision
-from .llava import RENAME as LLAVA
-from .llava import TASK  # noqa: F401 - the processor, so images reach the model
+from ..tiny.fast_vlm import TINY
+from . import llava, perception_lm
 
 #: why FastViT's blocks serve no block values
 BLOCKS = (
@@ -33,14 +33,6 @@ BLOCKS = (
     "contribution, for a block value"
 )
 
-#: timm reads values while it builds the tower (drop-path rates with .item()), which a meta build refuses: core loads dispatched
-BUILDS_ONLY_DISPATCHED = True
-
-RENAME = {
-    **{path: name for path, name in LLAVA.items() if path.startswith("model.")},
-    "timm_model.stem": "patch_embed",
-}
-
 
 class FastVitBlock(ConvBlock):
     """A FastViT block, RepMixer or attention: its values unavailable (``BLOCKS``)."""
@@ -48,11 +40,22 @@ class FastVitBlock(ConvBlock):
     BLOCKS = BLOCKS
 
 
-ENVOYS = {
-    TimmWrapperModel: ConvTimmVision,
-    RepMixerBlock: FastVitBlock,
-    AttentionBlock: FastVitBlock,
-    "projector": Projector,
-    FastVlmModel: ImageScatter,
-    **default.ENVOYS,
-}
+#: PerceptionLM's kin: a timm tower, so loaded dispatched as it is; FastViT's names and blocks
+FAMILY = perception_lm.FAMILY.replace(
+    name="fast_vlm",
+    model_types=("fast_vlm",),
+    rename={**llava.WRAPPER, "timm_model.stem": "patch_embed"},
+    envoys={
+        TimmWrapperModel: ConvTimmVision, RepMixerBlock: FastVitBlock, AttentionBlock: FastVitBlock,
+        "projector": Projector, FastVlmModel: ImageScatter, **default.FAMILY.envoys,
+    },
+    # every image 128 pixels, its 2 x 2 last feature map 4 image tokens
+    tiny={"fast_vlm": TINY},
+    skips={
+        "fast_vlm": {
+            "vision_contribution": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+            "vision_interior_feeds_the_output": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+            "vision_pattern_is_softmax_of_scores": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+        },
+    },
+)

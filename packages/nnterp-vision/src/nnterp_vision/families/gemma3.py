@@ -12,7 +12,7 @@ output. ``Gemma3Model.forward`` scatters that output into the token
 embeddings (the ``ImageScatter``), and Gemma 3 scales its token embeddings
 inside ``embed_tokens``, so the scattered features are what ``layers[0]``
 receives. The text model is Gemma 3's: Gemma-2's sandwich block
-(``nnterp_text.families.gemma2``), softcapped logits where the config sets a cap.
+(nnterp-text's, by the ``gemma3_text`` model type), softcapped logits where the config sets a cap.
 
 The prompt's image placeholder is ``<start_of_image>``
 (``processor.image_token``); the processor expands it to the begin token,
@@ -21,14 +21,15 @@ and the text model's mask lets an image's tokens attend to each other both
 ways (``token_type_ids``), causal elsewhere. Text alone goes through the processor too.
 """
 
-from nnterp_text.families.gemma2 import ENVOYS as GEMMA2
-from nnterp_text.families.gemma2 import project_on_vocab  # noqa: F401 - the family's logits
 from transformers.models.gemma3.modeling_gemma3 import Gemma3Model
-from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipEncoderLayer, SiglipMLP, SiglipVisionModel
+from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
-from ..components import ImageScatter, Projector, VisionAttention, VisionLayer, VisionMlp
+from ..components import ImageScatter, Projector
 from ..components.siglip import SiglipVision
-from .llava import RENAME, TASK  # noqa: F401 - the same paths: SigLIP's names are CLIP's
+from ..family import VisionFamily
+from ..tiny.gemma3 import TINY
+from . import llava
+from .paligemma import SIGLIP_BLOCKS
 
 
 class PoolingProjector(Projector):
@@ -40,12 +41,13 @@ class PoolingProjector(Projector):
         return int(self._module.mm_input_projection_weight.shape[0])
 
 
-ENVOYS = {
-    SiglipVisionModel: SiglipVision,
-    SiglipEncoderLayer: VisionLayer,
-    SiglipAttention: VisionAttention,
-    SiglipMLP: VisionMlp,
-    "projector": PoolingProjector,
-    Gemma3Model: ImageScatter,
-    **GEMMA2,
-}
+FAMILY = VisionFamily(
+    name="gemma3",
+    model_types=("gemma3",),
+    # the same paths as LLaVA's: SigLIP's names are CLIP's
+    rename=llava.FAMILY.rename,
+    envoys={SiglipVisionModel: SiglipVision, **SIGLIP_BLOCKS, "projector": PoolingProjector, Gemma3Model: ImageScatter},
+    # the text blocks, components and softcapped logits: Gemma 3's text family's
+    text_family="gemma3_text",
+    tiny={"gemma3": TINY},
+)

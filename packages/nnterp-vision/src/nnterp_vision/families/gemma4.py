@@ -1,22 +1,41 @@
 """Gemma 4 (and Gemma 4 Unified) under its vision-language wrapper: the text model served, its towers not yet.
 
 The wrapper's causal LM is ``Gemma4ForConditionalGeneration``; its text model
-is Gemma 4's (``nnterp_text.families.gemma4_text``) at
+is Gemma 4's (nnterp-text's, by the ``gemma4_text`` model type) at
 ``model.language_model``, served under the standard names on text prompts.
 Its vision and audio towers (``model.vision_tower``, ``model.audio_tower``)
 are not mapped yet: there is no ``model.vision``, and images reach the model
-unobserved.
+unobserved. Loaded as a text model (the tokenizer, not the processor).
 """
 
-from nnterp_text.families import gemma4_text
-from nnterp_text.families.gemma4_text import project_on_vocab  # noqa: F401 - the family's logits
+from nnterp.tiny import TinyConfig
 
-#: the wrapper's text model, under the standard root names
+from ..family import VisionFamily
+
+#: the wrapper's text model, under the standard root names (shared with GOT-OCR 2)
 WRAPPED_TEXT = {
     "model.language_model.layers": "layers",
     "model.language_model.embed_tokens": "embed_tokens",
     "model.language_model.norm": "norm",
 }
 
-RENAME = {**{key: value for key, value in gemma4_text.RENAME.items() if not key.startswith("model.")}, **WRAPPED_TEXT}
-ENVOYS = gemma4_text.ENVOYS
+FAMILY = VisionFamily(
+    name="gemma4",
+    model_types=("gemma4", "gemma4_unified"),
+    task="text-generation",
+    rename=WRAPPED_TEXT,
+    # the text blocks, components and softcapped logits: Gemma 4's text family's
+    text_family="gemma4_text",
+    # in transformers' causal-LM mapping, their text model served (their towers are not mapped yet)
+    tiny={model_type: TinyConfig(model_type) for model_type in ("gemma4", "gemma4_unified")},
+    skips={
+        "gemma4": {
+            "contribution": "the block multiplies the whole stream by layer_scalar",
+            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
+        },
+        "gemma4_unified": {
+            "contribution": "the block multiplies the whole stream by layer_scalar",
+            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
+        },
+    },
+)

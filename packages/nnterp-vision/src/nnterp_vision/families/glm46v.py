@@ -9,23 +9,32 @@ text model GLM-4's sandwich block. With GLM-4.5V's MoE text model
 ``Glm46VModel.forward`` scatters the merger's output (the ``ImageScatter``).
 """
 
-from types import ModuleType
-
 from transformers.models.glm46v.modeling_glm46v import Glm46VModel
 
 from ..components import ImageScatter
+from ..family import VisionFamily
+from ..tiny.glm4v import TINY_46V
 from . import glm4v
-from .glm4v import RENAME, TASK
-
-__all__ = ["ENVOYS", "RENAME", "TASK", "for_config"]
-
-ENVOYS = {**glm4v.ENVOYS, Glm46VModel: ImageScatter}
 
 
-def for_config(config: dict) -> ModuleType | None:
-    """``glm46v_moe`` where the text model is GLM-4.5V's mixture (GLM-4.6V); this module else."""
+def for_config(config: dict) -> VisionFamily | None:
+    """``glm46v_moe`` where the text model is GLM-4.5V's mixture (GLM-4.6V); this family else."""
     if (config.get("text_config") or {}).get("model_type") == "glm4v_moe_text":
         from . import glm46v_moe
 
-        return glm46v_moe
+        return glm46v_moe.FAMILY
     return None
+
+
+FAMILY = glm4v.FAMILY.replace(
+    name="glm46v",
+    model_types=("glm46v",),
+    envoys={**glm4v.FAMILY.envoys, Glm46VModel: ImageScatter},
+    for_config=for_config,
+    tiny={"glm46v": TINY_46V},
+    skips={
+        "glm46v": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -15,17 +15,25 @@ from transformers.models.glm4v.modeling_glm4v import (
 )
 
 from ..components import ImageScatter
+from ..tiny.glm4v import TINY_46V_MOE
 from . import glm4v, glm4v_moe
-from .glm4v_moe import RENAME, TASK
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: GLM-4.5V's, GLM-4.1V's tower types beside them, and the scatter
-ENVOYS = {
-    **{
-        key: glm4v.ENVOYS[key]
-        for key in (Glm4vVisionModel, Glm4vVisionBlock, Glm4vVisionAttention, Glm4VisionMlp, Glm4vVisionPatchMerger)
+#: GLM-4.5V's names and components, GLM-4.1V's tower types beside them, and the scatter; no model type of its own
+FAMILY = glm4v_moe.FAMILY.replace(
+    name="glm46v_moe",
+    envoys={
+        **{
+            key: glm4v.FAMILY.envoys[key]
+            for key in (Glm4vVisionModel, Glm4vVisionBlock, Glm4vVisionAttention, Glm4VisionMlp, Glm4vVisionPatchMerger)
+        },
+        **glm4v_moe.FAMILY.envoys,
+        Glm46VModel: ImageScatter,
     },
-    **glm4v_moe.ENVOYS,
-    Glm46VModel: ImageScatter,
-}
+    # GLM-4.6V on GLM-4.5V's MoE text model: served here, which glm46v's for_config names
+    tiny={"glm46v_moe": TINY_46V_MOE},
+    skips={
+        "glm46v_moe": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -9,13 +9,13 @@ one row before the merger (``model.projector``, a ``Glm4vMerger``).
 ``Glm4vModel.forward`` scatters the merger's output into the token
 embeddings (the ``ImageScatter``). The text model is GLM-4's sandwich block
 (a norm on each sublayer's output, which is the contribution), served as
-``nnterp_text.families.glm4`` serves it, keyed on the text modules' types.
+nnterp-text's GLM-4 family serves it, keyed on the text modules' types.
 The processor (``<|image|>`` placeholders, ``mm_token_type_ids`` for the 3D
 positions) needs torchvision for its video processor.
 """
 
+from nnterp import Glm4Attention, Glm4Mlp
 from nnterp.families import default
-from nnterp_text.families.glm4 import Glm4Attention, Glm4Mlp
 from transformers.models.glm4v.modeling_glm4v import (
     Glm4VisionMlp,
     Glm4vModel,
@@ -30,24 +30,31 @@ from transformers.models.glm4v.modeling_glm4v import (
 from ..components import ImageScatter
 from ..components.glm4v import Glm4vMerger, Glm4vVision
 from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
-from .qwen2_vl import QWEN_VIT_RENAME, TASK, WRAPPER_RENAME
+from ..family import VisionFamily
+from ..tiny.glm4v import TINY
+from .qwen2_vl import QWEN_VIT, QWEN_WRAPPER
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: the text MLP's activation under its standard name, as GLM-4's (the tower's MLP has the standard names)
-GLM4_TEXT_RENAME = {"mlp.activation_fn": "mlp.act_fn"}
-
-RENAME = {**WRAPPER_RENAME, **QWEN_VIT_RENAME, **GLM4_TEXT_RENAME}
-
-#: the tower's by module type, as on Qwen2-VL; the text model's sublayers by theirs, as GLM-4's
-ENVOYS = {
-    Glm4vVisionModel: Glm4vVision,
-    Glm4vVisionBlock: QwenVisionLayer,
-    Glm4vVisionAttention: QwenVisionAttention,
-    Glm4VisionMlp: QwenVisionMlp,
-    Glm4vVisionPatchMerger: Glm4vMerger,
-    Glm4vModel: ImageScatter,
-    Glm4vTextAttention: Glm4Attention,
-    Glm4vTextMLP: Glm4Mlp,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="glm4v",
+    model_types=("glm4v",),
+    # the text MLP's activation under its standard name, as GLM-4's (the tower's MLP has the standard names)
+    rename={**QWEN_WRAPPER, **QWEN_VIT, "mlp.activation_fn": "mlp.act_fn"},
+    # the tower's by module type, as on Qwen2-VL; the text model's sublayers by theirs, as GLM-4's
+    envoys={
+        Glm4vVisionModel: Glm4vVision,
+        Glm4vVisionBlock: QwenVisionLayer,
+        Glm4vVisionAttention: QwenVisionAttention,
+        Glm4VisionMlp: QwenVisionMlp,
+        Glm4vVisionPatchMerger: Glm4vMerger,
+        Glm4vModel: ImageScatter,
+        Glm4vTextAttention: Glm4Attention,
+        Glm4vTextMLP: Glm4Mlp,
+        **default.FAMILY.envoys,
+    },
+    tiny={"glm4v": TINY},
+    skips={
+        "glm4v": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

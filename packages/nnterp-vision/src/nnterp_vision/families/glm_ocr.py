@@ -10,6 +10,7 @@ embeddings, and its blocks' MLP is ``intermediate_size`` wide
 the keys GLM-4's attention already reads. The processor is GLM-4.1V's.
 """
 
+from transformers.models.glm4v.modeling_glm4v import Glm4vTextAttention, Glm4vTextMLP
 from transformers.models.glm_ocr.modeling_glm_ocr import (
     GlmOcrModel,
     GlmOcrTextAttention,
@@ -25,19 +26,28 @@ from ..components import ImageScatter
 from ..components.glm4v import Glm4vMerger
 from ..components.glm_ocr import GlmOcrVision
 from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
+from ..tiny.glm4v import GLM4V_TEXT, GLM4V_VIT, GLM_TOKEN_IDS, Glm4vTinyConfig
 from . import glm4v
-from .glm4v import RENAME, TASK
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-ENVOYS = {
-    **glm4v.ENVOYS,
-    GlmOcrVisionModel: GlmOcrVision,
-    GlmOcrVisionBlock: QwenVisionLayer,
-    GlmOcrVisionAttention: QwenVisionAttention,
-    GlmOcrVisionMlp: QwenVisionMlp,
-    GlmOcrVisionPatchMerger: Glm4vMerger,
-    GlmOcrModel: ImageScatter,
-    GlmOcrTextAttention: glm4v.ENVOYS[glm4v.Glm4vTextAttention],
-    GlmOcrTextMLP: glm4v.ENVOYS[glm4v.Glm4vTextMLP],
-}
+FAMILY = glm4v.FAMILY.replace(
+    name="glm_ocr",
+    model_types=("glm_ocr",),
+    envoys={
+        **glm4v.FAMILY.envoys,
+        GlmOcrVisionModel: GlmOcrVision,
+        GlmOcrVisionBlock: QwenVisionLayer,
+        GlmOcrVisionAttention: QwenVisionAttention,
+        GlmOcrVisionMlp: QwenVisionMlp,
+        GlmOcrVisionPatchMerger: Glm4vMerger,
+        GlmOcrModel: ImageScatter,
+        GlmOcrTextAttention: glm4v.FAMILY.envoys[Glm4vTextAttention],
+        GlmOcrTextMLP: glm4v.FAMILY.envoys[Glm4vTextMLP],
+    },
+    # GLM-4.1V's tiny tower (q and k norms, no learned positions) and processor; 6 image tokens
+    tiny={"glm_ocr": Glm4vTinyConfig("glm_ocr", {"text_config": GLM4V_TEXT, "vision_config": GLM4V_VIT, **GLM_TOKEN_IDS})},
+    skips={
+        "glm_ocr": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

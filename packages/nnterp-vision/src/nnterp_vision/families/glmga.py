@@ -9,6 +9,16 @@ video processors are the type's own (a ``patch_expand_factor`` on the resize
 grid, 1 by default).
 """
 
-from .glm46v import ENVOYS, RENAME, TASK, for_config
+from ..tiny.glmga import TINY
+from . import glm46v
 
-__all__ = ["ENVOYS", "RENAME", "TASK", "for_config"]
+FAMILY = glm46v.FAMILY.replace(
+    name="glmga",
+    model_types=("glmga",),
+    tiny={"glmga": TINY},
+    skips={
+        "glmga": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

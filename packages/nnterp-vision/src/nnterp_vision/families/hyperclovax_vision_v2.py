@@ -15,8 +15,6 @@ family's (post-sublayer norms scaled by ``residual_multiplier``, logits by
 
 from typing import Any
 
-from nnterp_text.families import hyperclovax
-from nnterp_text.families.hyperclovax import project_on_vocab  # noqa: F401 - the text family's logits
 from transformers.models.hyperclovax_vision_v2.modeling_hyperclovax_vision_v2 import HyperCLOVAXVisionV2Model
 from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import (
     Qwen2_5_VisionTransformerPretrainedModel,
@@ -29,9 +27,10 @@ from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import (
 from ..components import ImageScatter
 from ..components.projector import FlatProjector
 from ..components.qwen import QwenMerger, QwenVision, QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
-from .qwen2_vl import QWEN_VIT_RENAME, TASK
-
-__all__ = ["ENVOYS", "RENAME", "TASK", "project_on_vocab"]
+from ..family import VisionFamily
+from ..tiny.qwen2_vl import QwenVLTinyConfig
+from ..tiny.sizes import QWEN2_5_VL_VIT, QWEN_TOKENS, TEXT
+from .qwen2_vl import QWEN_VIT
 
 
 def embedding_multiplier(envoy: Any) -> float:
@@ -45,23 +44,42 @@ class HyperClovaXVision(QwenVision):
     image_features = QwenVision.image_features.scaled(embedding_multiplier)
 
 
-RENAME = {
-    **hyperclovax.RENAME,
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-    "model.vision_model": "vision",
-    "model.projector": "projector",
-    **QWEN_VIT_RENAME,
-}
-
-ENVOYS = {
-    Qwen2_5_VisionTransformerPretrainedModel: HyperClovaXVision,
-    Qwen2_5_VLVisionBlock: QwenVisionLayer,
-    Qwen2_5_VLVisionAttention: QwenVisionAttention,
-    Qwen2_5_VLMLP: QwenVisionMlp,
-    Qwen2_5_VLPatchMerger: QwenMerger,
-    "model.projector": FlatProjector,
-    HyperCLOVAXVisionV2Model: ImageScatter,
-    **hyperclovax.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="hyperclovax_vision_v2",
+    model_types=("hyperclovax_vision_v2",),
+    rename={
+        "model.language_model.layers": "layers",
+        "model.language_model.embed_tokens": "embed_tokens",
+        "model.language_model.norm": "norm",
+        "model.vision_model": "vision",
+        "model.projector": "projector",
+        **QWEN_VIT,
+    },
+    envoys={
+        Qwen2_5_VisionTransformerPretrainedModel: HyperClovaXVision,
+        Qwen2_5_VLVisionBlock: QwenVisionLayer,
+        Qwen2_5_VLVisionAttention: QwenVisionAttention,
+        Qwen2_5_VLMLP: QwenVisionMlp,
+        Qwen2_5_VLPatchMerger: QwenMerger,
+        "model.projector": FlatProjector,
+        HyperCLOVAXVisionV2Model: ImageScatter,
+    },
+    # the text blocks and the logits times logits_scaling: the HyperCLOVA X text family's
+    text_family="hyperclovax",
+    tiny={
+        # Qwen2.5-VL's tower, a linear projector after its merger, a HyperCLOVA X text model (its multipliers away from 1)
+        "hyperclovax_vision_v2": QwenVLTinyConfig(
+            "hyperclovax_vision_v2",
+            {
+                "text_config": {**TEXT, "model_type": "hyperclovax", "residual_multiplier": 0.7, "logits_scaling": 0.5, "embedding_multiplier": 1.3},
+                "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS,
+            },
+            load={"attn_implementation": "eager"},
+        ),
+    },
+    skips={
+        "hyperclovax_vision_v2": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

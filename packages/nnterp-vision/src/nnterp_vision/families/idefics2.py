@@ -33,20 +33,24 @@ from transformers.models.idefics2.modeling_idefics2 import (
 from ..components import Vision, VisionAttention, VisionLayer, VisionMlp
 from ..components.idefics2 import PerceiverConnector
 from ..components.idefics3 import MergerScatter
-from .idefics3 import RENAME, TASK
+from ..tiny.idefics2 import TINY
+from . import idefics3
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-ENVOYS = {
-    Idefics2VisionTransformer: Vision,
-    Idefics2EncoderLayer: VisionLayer,
-    Idefics2VisionAttention: VisionAttention,
-    Idefics2VisionMLP: VisionMlp,
-    Idefics2Connector: PerceiverConnector,
-    Idefics2Model: MergerScatter,
-    # the resampler's blocks and the connector's gated MLPs: plain, before the text model's path keys
-    Idefics2PerceiverLayer: Envoy,
-    Idefics2PerceiverAttention: Envoy,
-    Idefics2MLP: Envoy,
-    **default.ENVOYS,
-}
+FAMILY = idefics3.FAMILY.replace(
+    name="idefics2",
+    model_types=("idefics2",),
+    envoys={
+        Idefics2VisionTransformer: Vision,
+        Idefics2EncoderLayer: VisionLayer,
+        Idefics2VisionAttention: VisionAttention,
+        Idefics2VisionMLP: VisionMlp,
+        Idefics2Connector: PerceiverConnector,
+        Idefics2Model: MergerScatter,
+        # the resampler's blocks and the connector's gated MLPs: plain, before the text model's path keys
+        Idefics2PerceiverLayer: Envoy,
+        Idefics2PerceiverAttention: Envoy,
+        Idefics2MLP: Envoy,
+        **default.FAMILY.envoys,
+    },
+    tiny={"idefics2": TINY},
+)

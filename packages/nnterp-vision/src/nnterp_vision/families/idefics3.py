@@ -30,26 +30,29 @@ from transformers.models.idefics3.modeling_idefics3 import (
 
 from ..components import Vision, VisionAttention, VisionLayer, VisionMlp
 from ..components.idefics3 import MergerScatter, ShuffleConnector
-from .llava import RENAME as LLAVA_RENAME
-from .llava import TASK
+from ..family import VisionFamily
+from ..tiny.idefics3 import TINY
+from . import llava
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-RENAME = {
-    **{key: value for key, value in LLAVA_RENAME.items() if not key.startswith("model.")},
-    "model.text_model.layers": "layers",
-    "model.text_model.embed_tokens": "embed_tokens",
-    "model.text_model.norm": "norm",
-    "model.vision_model": "vision",
-    "model.connector": "projector",
-}
-
-ENVOYS = {
-    Idefics3VisionTransformer: Vision,
-    Idefics3EncoderLayer: VisionLayer,
-    Idefics3VisionAttention: VisionAttention,
-    Idefics3VisionMLP: VisionMlp,
-    Idefics3Connector: ShuffleConnector,
-    Idefics3Model: MergerScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="idefics3",
+    model_types=("idefics3",),
+    rename={
+        **llava.CLIP_TOWER,
+        "model.text_model.layers": "layers",
+        "model.text_model.embed_tokens": "embed_tokens",
+        "model.text_model.norm": "norm",
+        "model.vision_model": "vision",
+        "model.connector": "projector",
+    },
+    envoys={
+        Idefics3VisionTransformer: Vision,
+        Idefics3EncoderLayer: VisionLayer,
+        Idefics3VisionAttention: VisionAttention,
+        Idefics3VisionMLP: VisionMlp,
+        Idefics3Connector: ShuffleConnector,
+        Idefics3Model: MergerScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={"idefics3": TINY},
+)

@@ -32,29 +32,35 @@ from transformers.models.internvl.modeling_internvl import (
 
 from ..components import ImageScatter, Projector, VisionLayer
 from ..components.internvl import InternVision, LayerScaledAttention, LayerScaledMlp
-from .llava import RENAME as LLAVA_RENAME
-from .llava import TASK  # noqa: F401 - the task to load with
+from ..family import VisionFamily
+from ..tiny.internvl import TINY
+from . import llava
 
-RENAME = {
-    **{key: value for key, value in LLAVA_RENAME.items() if key.startswith("model.")},
-    # InternViT's modules, under the standard names
-    "encoder.layer": "layers",
-    "embeddings.patch_embeddings.projection": "patch_embed",
-    "layernorm_before": "input_layernorm",
-    "layernorm_after": "post_attention_layernorm",
-    "attention": "self_attn",
-    "projection_layer": "o_proj",
-    "fc1": "up_proj",
-    "fc2": "down_proj",
-    "activation_fn": "act_fn",
-}
-
-ENVOYS = {
-    InternVLVisionModel: InternVision,
-    InternVLVisionLayer: VisionLayer,
-    InternVLVisionAttention: LayerScaledAttention,
-    InternVLVisionMLP: LayerScaledMlp,
-    "projector": Projector,
-    InternVLModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="internvl",
+    model_types=("internvl",),
+    rename={
+        **llava.WRAPPER,
+        # InternViT's modules, under the standard names
+        "encoder.layer": "layers",
+        "embeddings.patch_embeddings.projection": "patch_embed",
+        "layernorm_before": "input_layernorm",
+        "layernorm_after": "post_attention_layernorm",
+        "attention": "self_attn",
+        "projection_layer": "o_proj",
+        "fc1": "up_proj",
+        "fc2": "down_proj",
+        "activation_fn": "act_fn",
+    },
+    envoys={
+        InternVLVisionModel: InternVision,
+        InternVLVisionLayer: VisionLayer,
+        InternVLVisionAttention: LayerScaledAttention,
+        InternVLVisionMLP: LayerScaledMlp,
+        "projector": Projector,
+        InternVLModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    # an InternViT on 16-pixel crops (the checks' image: 4 tiles and a thumbnail), 4 image tokens each
+    tiny={"internvl": TINY},
+)

@@ -27,23 +27,26 @@ from transformers.models.janus.modeling_janus import (
 
 from ..components import ImageScatter, Projector, VisionAttention, VisionLayer, VisionMlp
 from ..components.janus import JanusVision
-from .deepseek_vl import RENAME as DEEPSEEK_VL_RENAME
-from .deepseek_vl import TASK
+from ..tiny.janus import TINY
+from . import deepseek_vl
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: DeepSeek-VL's paths; the tower attention's output projection is projection_layer (not SigLIP's out_proj)
-RENAME = {
-    **{key: value for key, value in DEEPSEEK_VL_RENAME.items() if key != "out_proj"},
-    "self_attn.projection_layer": "self_attn.o_proj",
-}
-
-ENVOYS = {
-    JanusVisionModel: JanusVision,
-    JanusVisionEncoderLayer: VisionLayer,
-    JanusVisionAttention: VisionAttention,
-    JanusVisionMLP: VisionMlp,
-    "projector": Projector,
-    JanusModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = deepseek_vl.FAMILY.replace(
+    name="janus",
+    model_types=("janus",),
+    # DeepSeek-VL's paths; the tower attention's output projection is projection_layer (not SigLIP's out_proj)
+    rename={
+        **{key: value for key, value in deepseek_vl.FAMILY.rename.items() if key != "out_proj"},
+        "self_attn.projection_layer": "self_attn.o_proj",
+    },
+    envoys={
+        JanusVisionModel: JanusVision,
+        JanusVisionEncoderLayer: VisionLayer,
+        JanusVisionAttention: VisionAttention,
+        JanusVisionMLP: VisionMlp,
+        "projector": Projector,
+        JanusModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    # a SigLIP-layout tower's 16 patches through an MLP aligner, 16 image tokens per image (a small VQ-VAE beside it)
+    tiny={"janus": TINY},
+)

@@ -11,11 +11,9 @@ mean-pools each merge kernel over frames. The projector
 ``Kimi_K25Model.forward`` zeroes the image tokens' ids, embeds, and
 scatters the projection (``inputs_embeds.masked_scatter``: the
 ``ImageScatter``). The text model is DeepSeek-V3's, served as
-``nnterp_text.families.deepseek_v3`` serves it.
+nnterp-text's DeepSeek-V3 family (``deepseek_v3``) serves it.
 """
 
-from nnterp_text.families.deepseek_v3 import ENVOYS as DEEPSEEK_V3_ENVOYS
-from nnterp_text.families.deepseek_v3 import RENAME as DEEPSEEK_V3_RENAME
 from transformers.models.kimi_k25.modeling_kimi_k25 import (
     Kimi_K25Model,
     Kimi_K25MultimodalProjection,
@@ -28,26 +26,35 @@ from transformers.models.kimi_k25.modeling_kimi_k25 import (
 from ..components import ImageScatter
 from ..components.kimi_k25 import MoonVit, MoonVitAttention, MoonVitProjector
 from ..components.qwen import QwenVisionLayer, QwenVisionMlp
-from .qwen2_vl import QWEN2_VL_MLP_RENAME, QWEN_VIT_RENAME, TASK, WRAPPER_RENAME
+from ..family import VisionFamily
+from ..tiny.kimi_k25 import TINY
+from .qwen2_vl import QWEN2_VL_MLP, QWEN_VIT, QWEN_WRAPPER
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-RENAME = {
-    **DEEPSEEK_V3_RENAME,
-    **{native: standard for native, standard in WRAPPER_RENAME.items() if not native.startswith("model.visual")},
-    **{native: standard for native, standard in QWEN_VIT_RENAME.items() if native != "blocks"},
-    **QWEN2_VL_MLP_RENAME,
-    "model.vision_tower": "vision",
-    "model.mm_projector": "projector",
-}
-
-ENVOYS = {
-    Kimi_K25VisionModel: MoonVit,
-    Kimi_K25VisionEncoderLayer: QwenVisionLayer,
-    Kimi_K25VisionAttention: MoonVitAttention,
-    Kimi_K25VisionMLP: QwenVisionMlp,
-    Kimi_K25MultimodalProjection: MoonVitProjector,
-    Kimi_K25Model: ImageScatter,
-    # the text model's blocks by path, every MLP a SigmoidMoe (dense ones say so); the tower's keyed by type come first
-    **DEEPSEEK_V3_ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="kimi_k25",
+    model_types=("kimi_k25",),
+    rename={
+        **{native: standard for native, standard in QWEN_WRAPPER.items() if not native.startswith("model.visual")},
+        **{native: standard for native, standard in QWEN_VIT.items() if native != "blocks"},
+        **QWEN2_VL_MLP,
+        "model.vision_tower": "vision",
+        "model.mm_projector": "projector",
+    },
+    envoys={
+        Kimi_K25VisionModel: MoonVit,
+        Kimi_K25VisionEncoderLayer: QwenVisionLayer,
+        Kimi_K25VisionAttention: MoonVitAttention,
+        Kimi_K25VisionMLP: QwenVisionMlp,
+        Kimi_K25MultimodalProjection: MoonVitProjector,
+        Kimi_K25Model: ImageScatter,
+    },
+    # the text model's blocks by path, every MLP a SigmoidMoe (dense ones say so), the router aliased: DeepSeek-V3's family;
+    # the tower's, keyed by type, come first
+    text_family="deepseek_v3",
+    tiny={"kimi_k25": TINY},
+    skips={
+        "kimi_k25": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -17,20 +17,29 @@ from transformers.models.lighton_ocr.modeling_lighton_ocr import LightOnOcrModel
 
 from ..components import ImageScatter
 from ..components.pixtral import PatchMergerProjector
-from .mistral3 import PIXTRAL_ENVOYS, PIXTRAL_RENAME, TASK  # noqa: F401 - the task to load with
+from ..tiny.lighton_ocr import LightOnOcrTinyConfig
+from ..tiny.sizes import PIXTRAL, TEXT
+from . import mistral3
+from .mistral3 import PIXTRAL_ENVOYS, PIXTRAL_TOWER
 
-RENAME = {
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-    "model.vision_encoder": "vision",
-    "model.vision_projection": "projector",
-    **PIXTRAL_RENAME,
-}
-
-ENVOYS = {
-    **PIXTRAL_ENVOYS,
-    LightOnOcrMultiModalProjector: PatchMergerProjector,
-    LightOnOcrModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = mistral3.FAMILY.replace(
+    name="lighton_ocr",
+    model_types=("lighton_ocr",),
+    rename={
+        "model.language_model.layers": "layers",
+        "model.language_model.embed_tokens": "embed_tokens",
+        "model.language_model.norm": "norm",
+        "model.vision_encoder": "vision",
+        "model.vision_projection": "projector",
+        **PIXTRAL_TOWER,
+    },
+    envoys={**PIXTRAL_ENVOYS, LightOnOcrMultiModalProjector: PatchMergerProjector, LightOnOcrModel: ImageScatter, **default.FAMILY.envoys},
+    tiny={
+        # Mistral 3's tower and merger on a Qwen3 text model; the checks' image is 10 x 12 patches, 30 image tokens
+        "lighton_ocr": LightOnOcrTinyConfig(
+            "lighton_ocr",
+            {"text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
+            load={"attn_implementation": "eager"},
+        ),
+    },
+)

@@ -15,21 +15,26 @@ holds while ``projector.projector_output`` is per crop, before the packing.
 """
 
 from nnterp.families import default
-from transformers.models.clip.modeling_clip import CLIPAttention, CLIPEncoderLayer, CLIPMLP, CLIPVisionModel
 from transformers.models.llava_next.modeling_llava_next import LlavaNextModel
 
-from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
-from .llava import RENAME, TASK
+from ..components import ImageScatter, Projector
+from ..family import VisionFamily
+from ..tiny.llava_next import LlavaNextTinyConfig
+from ..tiny.sizes import CLIP, TEXT
+from . import llava
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: LLaVA's, with LlavaNextModel as the scatter (the same ``inputs_embeds.masked_scatter``)
-ENVOYS = {
-    CLIPVisionModel: Vision,
-    CLIPEncoderLayer: VisionLayer,
-    CLIPAttention: VisionAttention,
-    CLIPMLP: VisionMlp,
-    "projector": Projector,
-    LlavaNextModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="llava_next",
+    model_types=("llava_next",),
+    rename=llava.FAMILY.rename,
+    # LLaVA's, with LlavaNextModel as the scatter (the same ``inputs_embeds.masked_scatter``)
+    envoys={**llava.CLIP_ENVOYS, "projector": Projector, LlavaNextModel: ImageScatter, **default.FAMILY.envoys},
+    tiny={
+        # anyres: a base crop and the 2x2 tiles of 64x64 for the checks' 40x48 image; 70 image tokens
+        "llava_next": LlavaNextTinyConfig(
+            "llava_next",
+            {"text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]]},
+            load={"attn_implementation": "eager"},
+        ),
+    },
+)

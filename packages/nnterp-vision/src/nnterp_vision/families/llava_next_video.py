@@ -10,19 +10,29 @@ the image scatter's only; the frames' pooled features are not mapped).
 """
 
 from nnterp.families import default
-from transformers.models.clip.modeling_clip import CLIPAttention, CLIPEncoderLayer, CLIPMLP, CLIPVisionModel
 from transformers.models.llava_next_video.modeling_llava_next_video import LlavaNextVideoModel
 
-from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
-from .llava_next import RENAME, TASK  # noqa: F401 - the same paths
+from ..components import ImageScatter, Projector
+from ..family import VisionFamily
+from ..tiny.llava_next_video import LlavaNextVideoTinyConfig
+from ..tiny.sizes import CLIP, TEXT
+from . import llava, llava_next
 
-#: LLaVA-NeXT's, with LlavaNextVideoModel as the scatter
-ENVOYS = {
-    CLIPVisionModel: Vision,
-    CLIPEncoderLayer: VisionLayer,
-    CLIPAttention: VisionAttention,
-    CLIPMLP: VisionMlp,
-    "projector": Projector,
-    LlavaNextVideoModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="llava_next_video",
+    model_types=("llava_next_video",),
+    rename=llava_next.FAMILY.rename,
+    # LLaVA-NeXT's, with LlavaNextVideoModel as the scatter
+    envoys={**llava.CLIP_ENVOYS, "projector": Projector, LlavaNextVideoModel: ImageScatter, **default.FAMILY.envoys},
+    tiny={
+        # LLaVA-NeXT's checkpoint with a video token (301) and processor; the checks' image is 70 image tokens
+        "llava_next_video": LlavaNextVideoTinyConfig(
+            "llava_next_video",
+            {
+                "text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "video_token_id": 301,
+                "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]],
+            },
+            load={"attn_implementation": "eager"},
+        ),
+    },
+)

@@ -17,18 +17,21 @@ Qwen2's, served by the default family. Videos are not served.
 
 from nnterp.families import default
 from transformers.models.llava_onevision.modeling_llava_onevision import LlavaOnevisionModel
-from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipEncoderLayer, SiglipMLP, SiglipVisionModel
+from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
-from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
-from .llava_next import RENAME, TASK  # noqa: F401 - the same paths: SigLIP's names are CLIP's
+from ..components import ImageScatter, Projector, Vision
+from ..family import VisionFamily
+from ..tiny.llava_onevision import TINY
+from . import llava_next
+from .paligemma import SIGLIP_BLOCKS
 
-#: LLaVA-NeXT's, on SigLIP's module types; the wrapper hands the packed rows flat, so the plain tower's image_features
-ENVOYS = {
-    SiglipVisionModel: Vision,
-    SiglipEncoderLayer: VisionLayer,
-    SiglipAttention: VisionAttention,
-    SiglipMLP: VisionMlp,
-    "projector": Projector,
-    LlavaOnevisionModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="llava_onevision",
+    model_types=("llava_onevision",),
+    # the same paths as LLaVA-NeXT's: SigLIP's names are CLIP's
+    rename=llava_next.FAMILY.rename,
+    # LLaVA-NeXT's, on SigLIP's module types; the wrapper hands the packed rows flat, so the plain tower's image_features
+    envoys={SiglipVisionModel: Vision, **SIGLIP_BLOCKS, "projector": Projector, LlavaOnevisionModel: ImageScatter, **default.FAMILY.envoys},
+    # the checks' image is a base crop and 2 x 2 tiles of 32 x 32, 70 image tokens; two in a prompt, 17 each
+    tiny={"llava_onevision": TINY},
+)

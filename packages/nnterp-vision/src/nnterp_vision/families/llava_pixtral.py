@@ -18,23 +18,30 @@ from transformers.models.llava.modeling_llava import LlavaModel
 
 from ..components import ImageScatter
 from ..components.pixtral import PackedProjector
-from .mistral3 import PIXTRAL_ENVOYS, PIXTRAL_RENAME
+from ..family import VisionFamily
+from ..tiny.mistral3 import PixtralTinyConfig
+from ..tiny.sizes import PIXTRAL, TEXT
+from . import llava
+from .mistral3 import PIXTRAL_ENVOYS, PIXTRAL_TOWER
 
-#: the task to load with: the processor, so images reach the model
-TASK = "image-text-to-text"
-
-RENAME = {
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-    **PIXTRAL_RENAME,
-}
-
-ENVOYS = {
-    **PIXTRAL_ENVOYS,
-    "projector": PackedProjector,
-    LlavaModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="llava_pixtral",
+    rename={**llava.WRAPPER, **PIXTRAL_TOWER},
+    envoys={
+        **PIXTRAL_ENVOYS,
+        "projector": PackedProjector,
+        LlavaModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={
+        # LLaVA on a Pixtral tower (Pixtral 12B): [IMG] is id 300; 10x12 patches, one image token each (no merge)
+        "llava_pixtral": PixtralTinyConfig(
+            "llava",
+            {
+                "text_config": {**TEXT, "model_type": "mistral"}, "vision_config": PIXTRAL, "image_token_id": 300,
+                "vision_feature_layer": -1, "vision_feature_select_strategy": "full",
+            },
+            load={"attn_implementation": "eager"},
+        ),
+    },
+)

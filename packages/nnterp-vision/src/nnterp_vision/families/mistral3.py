@@ -19,27 +19,19 @@ from transformers.models.pixtral.modeling_pixtral import PixtralAttention, Pixtr
 
 from ..components import ImageScatter, VisionAttention, VisionLayer, VisionMlp
 from ..components.pixtral import PatchMergerProjector, PixtralVision
+from ..family import VisionFamily
+from ..tiny.mistral3 import PixtralTinyConfig
+from ..tiny.sizes import PIXTRAL, TEXT
+from . import llava
 
-#: the task to load with: the processor, so images reach the model
-TASK = "image-text-to-text"
-
-#: Pixtral's tower names, under the standard ones (shared with LLaVA on a Pixtral tower)
-PIXTRAL_RENAME = {
+#: Pixtral's tower names, under the standard ones (shared with LLaVA on a Pixtral tower and LightOnOCR)
+PIXTRAL_TOWER = {
     "transformer.layers": "layers",
     "patch_conv": "patch_embed",
     "attention_norm": "input_layernorm",
     "ffn_norm": "post_attention_layernorm",
     "attention": "self_attn",
     "feed_forward": "mlp",
-}
-
-RENAME = {
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-    **PIXTRAL_RENAME,
 }
 
 #: the tower's by module type, as on LLaVA: "layers.*" matches the tower's native path too
@@ -50,9 +42,22 @@ PIXTRAL_ENVOYS = {
     PixtralMLP: VisionMlp,
 }
 
-ENVOYS = {
-    **PIXTRAL_ENVOYS,
-    Mistral3MultiModalProjector: PatchMergerProjector,
-    Mistral3Model: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="mistral3",
+    model_types=("mistral3",),
+    rename={**llava.WRAPPER, **PIXTRAL_TOWER},
+    envoys={
+        **PIXTRAL_ENVOYS,
+        Mistral3MultiModalProjector: PatchMergerProjector,
+        Mistral3Model: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={
+        # [IMG] is id 300; 10x12 patches merged 2x2 into 30 image tokens
+        "mistral3": PixtralTinyConfig(
+            "mistral3",
+            {"text_config": {**TEXT, "model_type": "mistral"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
+            load={"attn_implementation": "eager"},
+        ),
+    },
+)

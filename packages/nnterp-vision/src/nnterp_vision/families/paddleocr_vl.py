@@ -25,28 +25,37 @@ from transformers.models.paddleocr_vl.modeling_paddleocr_vl import (
 from ..components import ImageScatter
 from ..components.paddleocr_vl import PaddleOcrProjector, PaddleOcrVision
 from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
-from .llava import RENAME as LLAVA_RENAME
-from .qwen2_vl import TASK, WRAPPER_RENAME
+from ..family import VisionFamily
+from ..tiny.paddleocr_vl import TINY
+from . import llava
+from .qwen2_vl import QWEN_WRAPPER
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: the text model as on Qwen2-VL; the tower's SigLIP names as on LLaVA (their wrapper paths left out), its blocks and patch
-#: embedding one level further down (``model.visual.vision_model``, which transformers' CLIP and SigLIP towers no longer
-#: have); the projector beside the tower
-RENAME = {
-    **{native: standard for native, standard in WRAPPER_RENAME.items() if not native.startswith("model.visual.")},
-    **{native: standard for native, standard in LLAVA_RENAME.items() if not native.startswith("model.")},
-    "vision_model.encoder.layers": "layers",
-    "vision_model.embeddings.patch_embedding": "patch_embed",
-    "model.projector": "projector",
-}
-
-ENVOYS = {
-    PaddleOCRVisionModel: PaddleOcrVision,
-    PaddleOCRVisionEncoderLayer: QwenVisionLayer,
-    PaddleOCRVisionAttention: QwenVisionAttention,
-    PaddleOCRVisionMLP: QwenVisionMlp,
-    PaddleOCRProjector: PaddleOcrProjector,
-    PaddleOCRVLModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="paddleocr_vl",
+    model_types=("paddleocr_vl",),
+    # the text model as on Qwen2-VL; the tower's SigLIP names as on LLaVA, its blocks and patch embedding one level
+    # further down (``model.visual.vision_model``, which transformers' CLIP and SigLIP towers no longer have); the
+    # projector beside the tower
+    rename={
+        **{native: standard for native, standard in QWEN_WRAPPER.items() if not native.startswith("model.visual.")},
+        **llava.CLIP_TOWER,
+        "vision_model.encoder.layers": "layers",
+        "vision_model.embeddings.patch_embedding": "patch_embed",
+        "model.projector": "projector",
+    },
+    envoys={
+        PaddleOCRVisionModel: PaddleOcrVision,
+        PaddleOCRVisionEncoderLayer: QwenVisionLayer,
+        PaddleOCRVisionAttention: QwenVisionAttention,
+        PaddleOCRVisionMLP: QwenVisionMlp,
+        PaddleOCRProjector: PaddleOcrProjector,
+        PaddleOCRVLModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={"paddleocr_vl": TINY},
+    skips={
+        "paddleocr_vl": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -24,28 +24,20 @@ from typing import Any
 
 from nnterp import PostNormAttention, PostNormMlp, SandwichLayer
 from nnterp.families import default
-from nnterp.logits import softcapped as project_on_vocab  # noqa: F401 - PaliGemma 2's logits; plain where no cap is set
+from nnterp.logits import softcapped
 from transformers.models.gemma2.modeling_gemma2 import Gemma2Attention, Gemma2DecoderLayer, Gemma2MLP
 from transformers.models.paligemma.modeling_paligemma import PaliGemmaModel
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipEncoderLayer, SiglipMLP, SiglipVisionModel
 
 from ..components import ImageScatter, Projector, VisionAttention, VisionLayer, VisionMlp
 from ..components.siglip import SiglipVision
-from .llava import RENAME, TASK  # noqa: F401 - the same paths: SigLIP's names are CLIP's
+from ..family import VisionFamily
+from ..tiny.paligemma import TINY
+from . import llava
 
-ENVOYS = {
-    SiglipVisionModel: SiglipVision,
-    SiglipEncoderLayer: VisionLayer,
-    SiglipAttention: VisionAttention,
-    SiglipMLP: VisionMlp,
-    "projector": Projector,
-    PaliGemmaModel: ImageScatter,
-    # PaliGemma 2's text blocks, by type (types are tried before the default's paths)
-    Gemma2DecoderLayer: SandwichLayer,
-    Gemma2Attention: PostNormAttention,
-    Gemma2MLP: PostNormMlp,
-    **default.ENVOYS,
-}
+#: SigLIP's tower blocks by module type, as CLIP's on LLaVA (the tower itself is keyed by each family)
+SIGLIP_BLOCKS = {SiglipEncoderLayer: VisionLayer, SiglipAttention: VisionAttention, SiglipMLP: VisionMlp}
+
 
 def prepare_invoke(model: Any, inputs: tuple, kwargs: dict) -> tuple:
     """A text-only invoke as the tokenizer's encoding: PaliGemma's processor refuses text without an image.
@@ -60,3 +52,26 @@ def prepare_invoke(model: Any, inputs: tuple, kwargs: dict) -> tuple:
         return inputs, kwargs
     encoding = model.tokenizer(first if isinstance(first, str) else list(first), return_token_type_ids=False)
     return (dict(encoding), *inputs[1:]), kwargs
+
+
+FAMILY = VisionFamily(
+    name="paligemma",
+    model_types=("paligemma",),
+    # the same paths as LLaVA's: SigLIP's names are CLIP's
+    rename=llava.FAMILY.rename,
+    envoys={
+        SiglipVisionModel: SiglipVision,
+        **SIGLIP_BLOCKS,
+        "projector": Projector,
+        PaliGemmaModel: ImageScatter,
+        # PaliGemma 2's text blocks, by type (types are tried before the default's paths)
+        Gemma2DecoderLayer: SandwichLayer,
+        Gemma2Attention: PostNormAttention,
+        Gemma2MLP: PostNormMlp,
+        **default.FAMILY.envoys,
+    },
+    prepare_invoke=prepare_invoke,
+    # PaliGemma 2's logits; plain where no cap is set
+    project_on_vocab=softcapped,
+    tiny={"paligemma": TINY},
+)

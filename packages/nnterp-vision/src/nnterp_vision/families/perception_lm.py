@@ -24,32 +24,41 @@ from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperMo
 
 from ..components import ImageScatter, Projector, VisionLayer
 from ..components.timm import TimmAttention, TimmMlp, TimmVision
-from .llava import RENAME as LLAVA
-from .llava import TASK  # noqa: F401 - the processor, so images reach the model
+from ..family import VisionFamily
+from ..tiny.perception_lm import TINY
+from . import llava
 
-#: timm reads values while it builds the tower (drop-path rates with .item()), which a meta build refuses: core loads dispatched
-BUILDS_ONLY_DISPATCHED = True
-
-RENAME = {
-    **{path: name for path, name in LLAVA.items() if path.startswith("model.")},
-    # the timm model's modules, under the standard names
-    "timm_model.blocks": "layers",
-    "timm_model.patch_embed": "patch_embed",
-    "norm1": "input_layernorm",
-    "norm2": "post_attention_layernorm",
-    "attn": "self_attn",
-    "attn.proj": "attn.o_proj",
-    "fc1": "up_proj",
-    "fc2": "down_proj",
-    "mlp.act": "mlp.act_fn",
-}
-
-ENVOYS = {
-    TimmWrapperModel: TimmVision,
-    EvaBlock: VisionLayer,
-    AttentionRope: TimmAttention,
-    Mlp: TimmMlp,
-    "projector": Projector,
-    PerceptionLMModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="perception_lm",
+    model_types=("perception_lm",),
+    rename={
+        **llava.WRAPPER,
+        # the timm model's modules, under the standard names
+        "timm_model.blocks": "layers",
+        "timm_model.patch_embed": "patch_embed",
+        "norm1": "input_layernorm",
+        "norm2": "post_attention_layernorm",
+        "attn": "self_attn",
+        "attn.proj": "attn.o_proj",
+        "fc1": "up_proj",
+        "fc2": "down_proj",
+        "mlp.act": "mlp.act_fn",
+    },
+    envoys={
+        TimmWrapperModel: TimmVision,
+        EvaBlock: VisionLayer,
+        AttentionRope: TimmAttention,
+        Mlp: TimmMlp,
+        "projector": Projector,
+        PerceptionLMModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    # timm reads values while it builds the tower (drop-path rates with .item()), which a meta build refuses: load dispatched
+    load_defaults={"dispatch": True},
+    tiny={"perception_lm": TINY},
+    skips={
+        "perception_lm": {
+            "vision_interior_feeds_the_output": "timm's attention splits one qkv projection and applies its rotary",
+        },
+    },
+)

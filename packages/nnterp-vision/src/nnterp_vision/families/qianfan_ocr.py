@@ -21,20 +21,23 @@ from transformers.models.qianfan_ocr.modeling_qianfan_ocr import (
 
 from ..components import ImageScatter, VisionLayer
 from ..components.internvl import InternVision, LayerScaledAttention, LayerScaledMlp
-from .internvl import ENVOYS as INTERNVL_ENVOYS
-from .internvl import RENAME, TASK
+from ..tiny.qianfan_ocr import TINY
+from . import internvl
 
-__all__ = ["BUILDS_ONLY_DISPATCHED", "ENVOYS", "RENAME", "TASK"]
-
-#: the tower reads its drop-path rates with .item() while it builds, which a meta build refuses: core loads dispatched
-BUILDS_ONLY_DISPATCHED = True
-
-ENVOYS = {
-    **{key: value for key, value in INTERNVL_ENVOYS.items() if isinstance(key, str)},
-    QianfanOCRVisionModel: InternVision,
-    QianfanOCRVisionLayer: VisionLayer,
-    QianfanOCRVisionAttention: LayerScaledAttention,
-    QianfanOCRVisionMLP: LayerScaledMlp,
-    QianfanOCRModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = internvl.FAMILY.replace(
+    name="qianfan_ocr",
+    model_types=("qianfan_ocr",),
+    envoys={
+        **{key: value for key, value in internvl.FAMILY.envoys.items() if isinstance(key, str)},
+        QianfanOCRVisionModel: InternVision,
+        QianfanOCRVisionLayer: VisionLayer,
+        QianfanOCRVisionAttention: LayerScaledAttention,
+        QianfanOCRVisionMLP: LayerScaledMlp,
+        QianfanOCRModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    # the tower reads its drop-path rates with .item() while it builds, which a meta build refuses: load dispatched
+    load_defaults={"dispatch": True},
+    # InternVL's tiny tower and tiling on a Qwen3 text model; 4 image tokens per crop
+    tiny={"qianfan_ocr": TINY},
+)

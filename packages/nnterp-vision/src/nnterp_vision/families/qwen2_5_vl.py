@@ -25,19 +25,30 @@ from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import (
 
 from ..components import ImageScatter
 from ..components.qwen import QwenMerger, QwenVision, QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
-from .qwen2_vl import QWEN_VIT_RENAME, TASK, WRAPPER_RENAME
+from ..family import VisionFamily
+from ..tiny.qwen2_vl import QwenVLTinyConfig
+from ..tiny.sizes import QWEN2_5_VL_VIT, QWEN_TEXT, QWEN_TOKENS
+from .qwen2_vl import QWEN_VIT, QWEN_WRAPPER
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-RENAME = {**WRAPPER_RENAME, **QWEN_VIT_RENAME}
-
-#: the tower's by module type, as on LLaVA: "layers.*" matches the tower's native path too
-ENVOYS = {
-    Qwen2_5_VisionTransformerPretrainedModel: QwenVision,
-    Qwen2_5_VLVisionBlock: QwenVisionLayer,
-    Qwen2_5_VLVisionAttention: QwenVisionAttention,
-    Qwen2_5_VLMLP: QwenVisionMlp,
-    Qwen2_5_VLPatchMerger: QwenMerger,
-    Qwen2_5_VLModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="qwen2_5_vl",
+    model_types=("qwen2_5_vl",),
+    rename={**QWEN_WRAPPER, **QWEN_VIT},
+    # the tower's by module type, as on LLaVA: "layers.*" matches the tower's native path too
+    envoys={
+        Qwen2_5_VisionTransformerPretrainedModel: QwenVision,
+        Qwen2_5_VLVisionBlock: QwenVisionLayer,
+        Qwen2_5_VLVisionAttention: QwenVisionAttention,
+        Qwen2_5_VLMLP: QwenVisionMlp,
+        Qwen2_5_VLPatchMerger: QwenMerger,
+        Qwen2_5_VLModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    # the checks' image: 4x6 patches, 6 image tokens; block 0 attends in 32-pixel windows
+    tiny={"qwen2_5_vl": QwenVLTinyConfig("qwen2_5_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS})},
+    skips={
+        "qwen2_5_vl": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -30,12 +30,12 @@ from transformers.models.qwen2_vl.modeling_qwen2_vl import VisionMlp as QwenMlp
 
 from ..components import ImageScatter
 from ..components.qwen import QwenMerger, QwenVision, QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
-
-#: the task to load with: the processor, so images reach the model
-TASK = "image-text-to-text"
+from ..family import VisionFamily
+from ..tiny.qwen2_vl import QwenVLTinyConfig
+from ..tiny.sizes import QWEN2_VL_VIT, QWEN_TEXT, QWEN_TOKENS
 
 #: the Qwen ViT's names, under the standard ones (shared with Qwen2.5-VL, whose gated MLP has the standard names)
-QWEN_VIT_RENAME = {
+QWEN_VIT = {
     "blocks": "layers",
     "norm1": "input_layernorm",
     "norm2": "post_attention_layernorm",
@@ -43,14 +43,14 @@ QWEN_VIT_RENAME = {
     "attn.proj": "attn.o_proj",
 }
 #: Qwen2-VL's tower MLP names
-QWEN2_VL_MLP_RENAME = {
+QWEN2_VL_MLP = {
     "fc1": "up_proj",
     "fc2": "down_proj",
     "act": "act_fn",
 }
 
 #: the wrapper's names: the text model's at the root, the tower as vision, its merger as projector (shared with Qwen2.5-VL)
-WRAPPER_RENAME = {
+QWEN_WRAPPER = {
     "model.language_model.layers": "layers",
     "model.language_model.embed_tokens": "embed_tokens",
     "model.language_model.norm": "norm",
@@ -58,15 +58,25 @@ WRAPPER_RENAME = {
     "model.visual.merger": "projector",
 }
 
-RENAME = {**WRAPPER_RENAME, **QWEN_VIT_RENAME, **QWEN2_VL_MLP_RENAME}
-
-#: the tower's by module type, as on LLaVA: "layers.*" matches the tower's native path too
-ENVOYS = {
-    Qwen2VisionTransformerPretrainedModel: QwenVision,
-    Qwen2VLVisionBlock: QwenVisionLayer,
-    QwenAttention: QwenVisionAttention,
-    QwenMlp: QwenVisionMlp,
-    PatchMerger: QwenMerger,
-    Qwen2VLModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="qwen2_vl",
+    model_types=("qwen2_vl",),
+    rename={**QWEN_WRAPPER, **QWEN_VIT, **QWEN2_VL_MLP},
+    # the tower's by module type, as on LLaVA: "layers.*" matches the tower's native path too
+    envoys={
+        Qwen2VisionTransformerPretrainedModel: QwenVision,
+        Qwen2VLVisionBlock: QwenVisionLayer,
+        QwenAttention: QwenVisionAttention,
+        QwenMlp: QwenVisionMlp,
+        PatchMerger: QwenMerger,
+        Qwen2VLModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    # the checks' image: 4x6 patches, 6 image tokens
+    tiny={"qwen2_vl": QwenVLTinyConfig("qwen2_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_VL_VIT, **QWEN_TOKENS})},
+    skips={
+        "qwen2_vl": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

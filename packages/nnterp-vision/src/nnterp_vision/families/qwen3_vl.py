@@ -25,25 +25,35 @@ from transformers.models.qwen3_vl.modeling_qwen3_vl import (
 from ..components import ImageScatter
 from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
 from ..components.qwen3 import Qwen3Merger, Qwen3Vision
-from .qwen2_vl import QWEN_VIT_RENAME, TASK, WRAPPER_RENAME
+from ..family import VisionFamily
+from ..tiny.qwen3_vl import Qwen3VLTinyConfig
+from ..tiny.sizes import QWEN3_TEXT, QWEN3_VL_VIT, QWEN_TOKENS
+from .qwen2_vl import QWEN_VIT, QWEN_WRAPPER
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: the tower MLP's names (the mergers' linear_fc1 / linear_fc2 keep theirs)
-QWEN3_VL_MLP_RENAME = {
-    "mlp.linear_fc1": "mlp.up_proj",
-    "mlp.linear_fc2": "mlp.down_proj",
-}
-
-RENAME = {**WRAPPER_RENAME, **QWEN_VIT_RENAME, **QWEN3_VL_MLP_RENAME}
-
-#: the tower's by module type, as on LLaVA: "layers.*" matches the tower's native path too
-ENVOYS = {
-    Qwen3VLVisionModel: Qwen3Vision,
-    Qwen3VLVisionBlock: QwenVisionLayer,
-    Qwen3VLVisionAttention: QwenVisionAttention,
-    Qwen3VLVisionMLP: QwenVisionMlp,
-    Qwen3VLVisionPatchMerger: Qwen3Merger,
-    Qwen3VLModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="qwen3_vl",
+    model_types=("qwen3_vl",),
+    # the tower MLP's names (the mergers' linear_fc1 / linear_fc2 keep theirs)
+    rename={**QWEN_WRAPPER, **QWEN_VIT, "mlp.linear_fc1": "mlp.up_proj", "mlp.linear_fc2": "mlp.down_proj"},
+    # the tower's by module type, as on LLaVA: "layers.*" matches the tower's native path too
+    envoys={
+        Qwen3VLVisionModel: Qwen3Vision,
+        Qwen3VLVisionBlock: QwenVisionLayer,
+        Qwen3VLVisionAttention: QwenVisionAttention,
+        Qwen3VLVisionMLP: QwenVisionMlp,
+        Qwen3VLVisionPatchMerger: Qwen3Merger,
+        Qwen3VLModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={
+        # the checks' image: 4x6 patches, 6 image tokens; tower block 0's DeepStack merger is added after text layer 0
+        "qwen3_vl": Qwen3VLTinyConfig(
+            "qwen3_vl", {"text_config": QWEN3_TEXT, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS}, load={"attn_implementation": "eager"}
+        ),
+    },
+    skips={
+        "qwen3_vl": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -5,12 +5,12 @@ under the MoE module's own class names (``Qwen3Vision``, ``PER_IMAGE``,
 ``DEEPSTACK``). The text model's sparse blocks are Qwen3-MoE's mixture (a
 softmax ``gate``, aliased ``router``, over fused ``experts``), except that
 its router renormalizes the top-k weights always (the text config has no
-``norm_topk_prob``): that is Mixtral's mixture (``nnterp_text.families.mixtral``),
+``norm_topk_prob``): that is Mixtral's mixture (``MixtralMoe``),
 keyed on every text block's MLP by path, as there, so a dense block (``mlp_only_layers``) says it is dense.
 """
 
+from nnterp import MixtralMoe
 from nnterp.families import default
-from nnterp_text.families.mixtral import MixtralMoe
 from transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe import (
     Qwen3VLMoeModel,
     Qwen3VLMoeVisionAttention,
@@ -23,22 +23,38 @@ from transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe import (
 from ..components import ImageScatter
 from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
 from ..components.qwen3 import Qwen3Merger, Qwen3Vision
-from .qwen3_vl import RENAME as QWEN3_VL_RENAME
-from .qwen3_vl import TASK
+from ..tiny.qwen3_vl import Qwen3VLTinyConfig
+from ..tiny.sizes import QWEN3_TEXT, QWEN3_VL_VIT, QWEN_TOKENS
+from . import qwen3_vl
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: Qwen3-VL's names, and the text mixture's router under its standard name (the tower's MLPs have no gate)
-RENAME = {**QWEN3_VL_RENAME, "mlp.gate": "mlp.router"}
-
-#: the tower's by module type, as on Qwen3-VL (type keys win over paths, so its MLPs are untouched); every text MLP a mixture
-ENVOYS = {
-    Qwen3VLMoeVisionModel: Qwen3Vision,
-    Qwen3VLMoeVisionBlock: QwenVisionLayer,
-    Qwen3VLMoeVisionAttention: QwenVisionAttention,
-    Qwen3VLMoeVisionMLP: QwenVisionMlp,
-    Qwen3VLMoeVisionPatchMerger: Qwen3Merger,
-    Qwen3VLMoeModel: ImageScatter,
-    **default.ENVOYS,
-    "layers.*.mlp": MixtralMoe,
-}
+FAMILY = qwen3_vl.FAMILY.replace(
+    name="qwen3_vl_moe",
+    model_types=("qwen3_vl_moe",),
+    # Qwen3-VL's names, and the text mixture's router under its standard name (the tower's MLPs have no gate)
+    rename={**qwen3_vl.FAMILY.rename, "mlp.gate": "mlp.router"},
+    # the tower's by module type, as on Qwen3-VL (type keys win over paths, so its MLPs are untouched); every text MLP a mixture
+    envoys={
+        Qwen3VLMoeVisionModel: Qwen3Vision,
+        Qwen3VLMoeVisionBlock: QwenVisionLayer,
+        Qwen3VLMoeVisionAttention: QwenVisionAttention,
+        Qwen3VLMoeVisionMLP: QwenVisionMlp,
+        Qwen3VLMoeVisionPatchMerger: Qwen3Merger,
+        Qwen3VLMoeModel: ImageScatter,
+        **default.FAMILY.envoys,
+        "layers.*.mlp": MixtralMoe,
+    },
+    tiny={
+        # Qwen3-VL's tower on a Qwen3-MoE text model (4 experts, top 2; num_experts is an alias, so not shrunk): 6 image tokens
+        "qwen3_vl_moe": Qwen3VLTinyConfig(
+            "qwen3_vl_moe",
+            {"text_config": {**QWEN3_TEXT, "num_experts": 4}, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS},
+            load={"attn_implementation": "eager"},
+        ),
+    },
+    skips={
+        "qwen3_vl_moe": {
+            "neurons_make_contribution": "a mixture of experts",
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -19,16 +19,20 @@ from transformers.models.smolvlm.modeling_smolvlm import (
 
 from ..components import ImageScatter, Vision, VisionAttention, VisionLayer, VisionMlp
 from ..components.idefics3 import ShuffleConnector
-from .idefics3 import RENAME, TASK
+from ..tiny.idefics3 import SMOLVLM
+from . import idefics3
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-ENVOYS = {
-    SmolVLMVisionTransformer: Vision,
-    SmolVLMEncoderLayer: VisionLayer,
-    SmolVLMVisionAttention: VisionAttention,
-    SmolVLMVisionMLP: VisionMlp,
-    SmolVLMConnector: ShuffleConnector,
-    SmolVLMModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = idefics3.FAMILY.replace(
+    name="smolvlm",
+    model_types=("smolvlm",),
+    envoys={
+        SmolVLMVisionTransformer: Vision,
+        SmolVLMEncoderLayer: VisionLayer,
+        SmolVLMVisionAttention: VisionAttention,
+        SmolVLMVisionMLP: VisionMlp,
+        SmolVLMConnector: ShuffleConnector,
+        SmolVLMModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={"smolvlm": SMOLVLM},
+)

@@ -25,25 +25,34 @@ from transformers.models.video_llama_3.modeling_video_llama_3 import (
 from ..components import ImageScatter
 from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
 from ..components.video_llama_3 import VideoLlama3Projector, VideoLlama3Vision
-from .llava import RENAME as LLAVA_RENAME
-from .qwen2_vl import TASK, WRAPPER_RENAME
+from ..family import VisionFamily
+from ..tiny.video_llama_3 import TINY
+from . import llava
+from .qwen2_vl import QWEN_WRAPPER
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: the text model as on Qwen2-VL; the tower's SigLIP names as on LLaVA (their wrapper paths left out)
-RENAME = {
-    **{native: standard for native, standard in WRAPPER_RENAME.items() if not native.startswith("model.visual")},
-    **{native: standard for native, standard in LLAVA_RENAME.items() if not native.startswith("model.")},
-    "model.vision_model": "vision",
-    "model.projector": "projector",
-}
-
-ENVOYS = {
-    VideoLlama3VisionModel: VideoLlama3Vision,
-    VideoLlama3VisionEncoderLayer: QwenVisionLayer,
-    VideoLlama3VisionAttention: QwenVisionAttention,
-    VideoLlama3VisionMLP: QwenVisionMlp,
-    NativeProjector: VideoLlama3Projector,
-    VideoLlama3Model: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="video_llama_3",
+    model_types=("video_llama_3",),
+    # the text model as on Qwen2-VL; the tower's SigLIP names as on LLaVA (their wrapper paths left out)
+    rename={
+        **{native: standard for native, standard in QWEN_WRAPPER.items() if not native.startswith("model.visual")},
+        **llava.CLIP_TOWER,
+        "model.vision_model": "vision",
+        "model.projector": "projector",
+    },
+    envoys={
+        VideoLlama3VisionModel: VideoLlama3Vision,
+        VideoLlama3VisionEncoderLayer: QwenVisionLayer,
+        VideoLlama3VisionAttention: QwenVisionAttention,
+        VideoLlama3VisionMLP: QwenVisionMlp,
+        NativeProjector: VideoLlama3Projector,
+        VideoLlama3Model: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={"video_llama_3": TINY},
+    skips={
+        "video_llama_3": {
+            "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+        },
+    },
+)

@@ -19,29 +19,37 @@ from nnterp.families import default
 from transformers.models.video_llava.modeling_video_llava import VideoLlavaModel
 
 from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
-from .llava import RENAME as LLAVA_RENAME
-from .llava import TASK
-
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-RENAME = {
-    **{key: value for key, value in LLAVA_RENAME.items() if key != "model.vision_tower"},
-    "model.image_tower": "vision",
-}
+from ..family import VisionFamily
+from ..tiny.sizes import CLIP, TEXT
+from ..tiny.video_llava import VideoLlavaTinyConfig
+from . import llava
 
 IMAGE_BLOCKS = "image_tower.encoder.layers.*"
 VIDEO_BLOCKS = "video_tower.encoder.layers.*"
 
-#: by native path: type keys would take both towers; nnsight tries path keys in order, so these come before the text's
-ENVOYS = {
-    "model.image_tower": Vision,
-    IMAGE_BLOCKS: VisionLayer,
-    IMAGE_BLOCKS + ".self_attn": VisionAttention,
-    IMAGE_BLOCKS + ".mlp": VisionMlp,
-    VIDEO_BLOCKS: Envoy,
-    VIDEO_BLOCKS + ".self_attn": Envoy,
-    VIDEO_BLOCKS + ".mlp": Envoy,
-    "projector": Projector,
-    VideoLlavaModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="video_llava",
+    model_types=("video_llava",),
+    rename={**{key: value for key, value in llava.FAMILY.rename.items() if key != "model.vision_tower"}, "model.image_tower": "vision"},
+    # by native path: type keys would take both towers; nnsight tries path keys in order, so these come before the text's
+    envoys={
+        "model.image_tower": Vision,
+        IMAGE_BLOCKS: VisionLayer,
+        IMAGE_BLOCKS + ".self_attn": VisionAttention,
+        IMAGE_BLOCKS + ".mlp": VisionMlp,
+        VIDEO_BLOCKS: Envoy,
+        VIDEO_BLOCKS + ".self_attn": Envoy,
+        VIDEO_BLOCKS + ".mlp": Envoy,
+        "projector": Projector,
+        VideoLlavaModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
+    tiny={
+        # LLaVA on its image tower (the video tower beside it); 16 image tokens per image, the class row dropped
+        "video_llava": VideoLlavaTinyConfig(
+            "video_llava",
+            {"text_config": TEXT, "vision_config": CLIP, "image_token_index": 300, "video_token_index": 301, "image_seq_length": 16},
+            load={"attn_implementation": "eager"},
+        ),
+    },
+)

@@ -13,21 +13,26 @@ per image token, as a view (as ``Vision`` does every scatter's argument).
 """
 
 from nnterp.families import default
-from transformers.models.clip.modeling_clip import CLIPAttention, CLIPEncoderLayer, CLIPMLP, CLIPVisionModel
 from transformers.models.vipllava.modeling_vipllava import VipLlavaModel
 
-from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
-from .llava import RENAME, TASK
+from ..components import ImageScatter, Projector
+from ..family import VisionFamily
+from ..tiny.sizes import CLIP, TEXT
+from ..tiny.vipllava import VipLlavaTinyConfig
+from . import llava
 
-__all__ = ["ENVOYS", "RENAME", "TASK"]
-
-#: LLaVA's, with VipLlavaModel as the scatter
-ENVOYS = {
-    CLIPVisionModel: Vision,
-    CLIPEncoderLayer: VisionLayer,
-    CLIPAttention: VisionAttention,
-    CLIPMLP: VisionMlp,
-    "projector": Projector,
-    VipLlavaModel: ImageScatter,
-    **default.ENVOYS,
-}
+FAMILY = VisionFamily(
+    name="vipllava",
+    model_types=("vipllava",),
+    rename=llava.FAMILY.rename,
+    # LLaVA's, with VipLlavaModel as the scatter
+    envoys={**llava.CLIP_ENVOYS, "projector": Projector, VipLlavaModel: ImageScatter, **default.FAMILY.envoys},
+    tiny={
+        # two tower layers side by side into the projector (hidden_states[-2] and [0]); 16 image tokens
+        "vipllava": VipLlavaTinyConfig(
+            "vipllava",
+            {"text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "image_seq_length": 16, "vision_feature_layer": [-2, 0]},
+            load={"attn_implementation": "eager"},
+        ),
+    },
+)

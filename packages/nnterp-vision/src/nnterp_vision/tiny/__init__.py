@@ -3,8 +3,7 @@
 ``VisionTinyConfig`` is LLaVA's; a family whose processor differs has its own
 subclass in a module here named after it (``tiny.qwen2_vl``, ``tiny.gemma3`` ...).
 
-Light on purpose (the ``nnterp.checkpoints`` entry points import it): transformers
-is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Aria's tiny checkpoint: an Idefics3 tower on 490-pixel images, a learned-query projector, Aria's MoE text model, and the Aria processor.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

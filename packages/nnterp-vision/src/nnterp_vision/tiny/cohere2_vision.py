@@ -1,6 +1,6 @@
 """Command A Vision's (``cohere2_vision``) tiny checkpoint: Aya Vision's SigLIP tower and Cohere2 text model, its own processor.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

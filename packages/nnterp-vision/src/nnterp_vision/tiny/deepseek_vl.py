@@ -1,6 +1,6 @@
 """DeepSeek-VL's tiny checkpoint: a SigLIP tower, a Llama text model, and the DeepSeek-VL processor sized to the tower.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

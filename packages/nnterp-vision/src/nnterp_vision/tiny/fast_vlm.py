@@ -1,6 +1,6 @@
 """FastVLM's tiny checkpoint: a FastViT-MCi3 tower (timm, built from its name, shrunk), a Qwen2 text model, and the LLaVA processor.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Gemma 3's tiny checkpoint: a SigLIP tower pooled to a few tokens per image, a Gemma 3 text model, and its processor.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Idefics2's tiny checkpoint: an Idefics2 ViT, a perceiver resampler, a Mistral text model, and the Idefics2 processor.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

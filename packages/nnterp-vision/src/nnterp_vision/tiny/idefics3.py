@@ -1,6 +1,6 @@
 """Idefics3's (and SmolVLM's) tiny checkpoint: an Idefics3 ViT, a Llama text model, and the Idefics3 processor sized to the tower.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """InternVL's tiny checkpoint: an InternViT tower, a Qwen2 text model, and the InternVL processor sized to the tower.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

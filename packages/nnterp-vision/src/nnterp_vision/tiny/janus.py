@@ -1,6 +1,6 @@
 """Janus's tiny checkpoint: a Janus tower, a Llama text model, a small VQ-VAE, and the Janus processor sized to the tower.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """LightOnOCR's tiny checkpoint: a Pixtral tower, a Qwen3 text model, and the LightOnOCR processor sized to the tower.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

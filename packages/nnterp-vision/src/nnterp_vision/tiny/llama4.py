@@ -1,6 +1,6 @@
 """Llama 4's tiny checkpoint: a Llama 4 ViT (pixel shuffle inside), a Llama 4 text model, and the Llama 4 processor.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

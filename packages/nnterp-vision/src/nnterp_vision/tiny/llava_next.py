@@ -1,7 +1,6 @@
 """LLaVA-NeXT's tiny checkpoint: a ``VisionTinyConfig`` whose processor tiles the image (anyres) on the tiny tower's grid.
 
-Light on purpose (the ``nnterp.checkpoints`` entry points import it):
-transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """LLaVA-NeXT-Video's tiny checkpoint: LLaVA-NeXT's, saved with the LLaVA-NeXT-Video processor (its video processor besides).
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """LLaVA-OneVision's tiny checkpoint: a SigLIP tower, a Qwen2 text model, and the OneVision processor tiling on the tower's grid.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """PerceptionLM's tiny checkpoint: a Perception Encoder tower (timm, built from its name), a Llama text model, and its processor.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

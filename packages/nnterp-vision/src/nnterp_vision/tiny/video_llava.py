@@ -1,6 +1,6 @@
 """Video-LLaVA's tiny checkpoint: the Video-LLaVA processor sized to its CLIP towers.
 
-Light on purpose (``checkpoints.py`` imports it): transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """VipLLaVA's tiny checkpoint: LLaVA's processor, with the class row dropped though the config names no strategy.
 
-Light on purpose (the ``nnterp.checkpoints`` entry points import it):
-transformers is imported only when a checkpoint is written.
+Light on purpose: transformers is imported only when a checkpoint is written.
 """
 
 from __future__ import annotations
