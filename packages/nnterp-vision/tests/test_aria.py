@@ -1,27 +1,15 @@
 """Aria: Idefics3's tower, then learned queries pooling every image into a fixed count of image tokens, scattered unflattened."""
 
-import pytest
 import torch
-from nnterp import StandardizedTransformer
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks import verdict
 from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS
-from nnterp_conformance.variants import with_envoys
 from nnterp_text.families.aria_text import AriaMoe
 from nnterp_vision.components import Projector, Vision
 from nnterp_vision.families import aria
-from nnterp_vision.testing import WrongContribution
+from nnterp_vision.testing import VisionFamilyTests, WrongContribution
 from nnterp_vision.tiny.aria import QUERIES
 from transformers.models.idefics3.modeling_idefics3 import Idefics3VisionAttention
 
 PROMPT = "<|img|>Hello world"
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("aria")
 
 
 def test_tree(model):
@@ -46,10 +34,9 @@ def test_every_image_is_the_same_count_of_queries(model):
     assert torch.equal(projected.flatten(0, 1), features) and torch.equal(stream[mask], features)
 
 
-def test_check_fails_on_a_broken_family(model):
-    assert verdict("vision_contribution", model, PROMPTS).status == "pass"
-    broken = StandardizedTransformer(
-        tiny_checkpoint("aria"), family=with_envoys(aria, {Idefics3VisionAttention: WrongContribution}), attn_implementation="eager"
+class TestAria(VisionFamilyTests):
+    checkpoint = "aria"
+    family = aria.FAMILY
+    breaks = (
+        ("vision_contribution", {Idefics3VisionAttention: WrongContribution}, "against layer_output: off by"),
     )
-    found = verdict("vision_contribution", broken, PROMPTS)
-    assert found.status == "fail" and "against layer_output: off by" in found.detail, str(found)

@@ -1,33 +1,17 @@
 """Cohere Compass: Qwen3-VL's layout over a Cohere text model whose logits the wrapper scales by logit_scale."""
 
-import types
-
-import pytest
 import torch
 from nnterp import ParallelLayer, StandardizedTransformer
+from nnterp.logits import unembed
 from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks import CHECKS, verdict
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS, run
-from nnterp_vision.components.qwen import PER_IMAGE
+from nnterp_conformance.checks import verdict
+from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
 from nnterp_vision.families import cohere_compass
+from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests, read
+from transformers.models.cohere_compass.modeling_cohere_compass import CohereCompassVisionAttention
 
-VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
 PROMPT = "<|IMAGE_PAD|>Hello world"
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("cohere_compass")
-
-
-def test_vision_checks_pass_but_the_pattern_skips(model):
-    verdicts = {v.name: v for v in run(model, PROMPTS, only=VISION_CHECKS)}
-    pattern = verdicts.pop("vision_pattern_is_softmax_of_scores")
-    assert pattern.status == "skip" and PER_IMAGE in pattern.detail, str(pattern)
-    assert [v.status for v in verdicts.values()] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts.values()))
 
 
 def test_tree(model):
@@ -37,11 +21,10 @@ def test_tree(model):
 
 
 def test_the_deepstack_merger_is_added_after_layer_zero(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        deep = model.vision.deepstack_mergers[0].projector_output.save()
-        out0 = model.layers[0].layer_output.save()
-        in1 = model.layers[1].layer_input.save()
+    mask, deep, out0, in1 = read(
+        model, PROMPT, "vision.image_token_mask", "vision.deepstack_mergers.0.projector_output", "layers.0.layer_output",
+        "layers.1.layer_input",
+    )
     torch.testing.assert_close(in1[mask], out0[mask] + deep)
     assert torch.equal(in1[~mask], out0[~mask])
 
@@ -49,7 +32,15 @@ def test_the_deepstack_merger_is_added_after_layer_zero(model):
 def test_logits_without_the_scale_fail_the_logits_check(model):
     assert model.text_config.logit_scale == 0.5
     assert verdict("logits_from_last_layer", model, PROMPTS).status == "pass"
-    unscaled = types.ModuleType("unscaled_compass")
-    unscaled.__dict__.update({k: v for k, v in vars(cohere_compass).items() if not k.startswith("_") and k != "project_on_vocab"})
+    # the text family's scaled logits not taken: the plain projection
+    unscaled = cohere_compass.FAMILY.replace(name="unscaled_compass", project_on_vocab=unembed)
     found = verdict("logits_from_last_layer", StandardizedTransformer(tiny_checkpoint("cohere_compass"), family=unscaled), PROMPTS)
     assert found.status == "fail", str(found)
+
+
+class TestCohereCompass(VisionFamilyTests):
+    checkpoint = "cohere_compass"
+    family = cohere_compass.FAMILY
+    breaks = (
+        ("vision_contribution", {CohereCompassVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
+    )

@@ -1,50 +1,29 @@
 """DeepSeek-VL: a SigLIP tower whose every patch the MLP aligner projects to one image token."""
 
-import pytest
 import torch
-from nnterp import EProperty, StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.variants import assert_breaks, with_envoys
-from nnterp_vision.components import Vision, no_images
+from nnterp_vision.components import Vision
 from nnterp_vision.families import deepseek_vl
-from nnterp_vision.layouts import ImageFeatures
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution
+from nnterp_vision.testing import assert_tiny_vit, features_at, mixed_invoke, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 PROMPT = "<image>Hello world"
 
 
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("deepseek_vl")
-
-
-def broken(envoys):
-    """The DeepSeek-VL family with the module types of ``envoys`` keyed to other components."""
-    return StandardizedTransformer(tiny_checkpoint("deepseek_vl"), family=with_envoys(deepseek_vl, envoys), attn_implementation="eager")
-
-
 def test_tree_and_sizes(model):
     vision = model.vision
     assert vision is model.model.vision_model and model.projector is vision.projector and model.projector is model.model.aligner
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (2, 64, 4, 16)
-    assert (vision.patch_size, vision.image_size, vision.intermediate_size) == (8, 32, 128)
-    assert vision.layers[0].self_attn.o_proj is vision.layers[0].self_attn.out_proj
+    assert_tiny_vit(vision)
     assert vision.layers[0].mlp.up_proj is vision.layers[0].mlp.fc1
     assert model.projector.projector_input_size == 64
     assert model.processor.image_token == "<image>" and model.processor.num_image_tokens == 16
 
 
 def test_image_features_are_the_aligned_tower_output(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        patches = model.vision.patch_embeddings.save()
-        tower = model.vision.tower_output.save()
-        taken = model.projector.projector_input.save()
-        projected = model.projector.projector_output.save()
-        features = model.vision.image_features.save()
+    mask, patches, tower, taken, projected, features = read(
+        model, PROMPT, "vision.image_token_mask", "vision.patch_embeddings", "vision.tower_output",
+        "projector.projector_input", "projector.projector_output", "vision.image_features",
+    )
     # no class row, one image token per patch; the aligner takes the normed last stream whole
     assert patches.shape == (1, 16, 64) and tower.shape == (1, 16, 64) and mask.sum() == 16
     assert torch.equal(taken, tower)
@@ -56,38 +35,23 @@ def test_image_features_are_the_aligned_tower_output(model):
 
 
 def test_one_invoke_mixes_prompts_with_and_without_images(model):
-    two, text = "<image>Hello<image> world", "The cat sat on the mat again"
-    with torch.no_grad(), model.trace([two, text], images=[[image(1), image(2)], []]):
-        mask = model.vision.image_token_mask.save()
-        features = model.vision.image_features.save()
-        stream = model.layers[0].layer_input.save()
+    mask, features, stream = mixed_invoke(model, "vision.image_token_mask", "vision.image_features", "layers.0.layer_input")
     assert mask[0].sum() == 32 and not mask[1].any() and torch.equal(stream[mask], features)
-
-
-def test_no_image_makes_image_values_unavailable(model):
-    with pytest.raises(Unavailable, match="passes no image"):
-        with torch.no_grad(), model.trace("Hello world"):
-            model.vision.image_features.save()
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class FeaturesBeforeActivation(Vision):
-    """image_features read at the aligner's first linear layer, before its activation and second layer."""
-
-    @EProperty("/projector.linear1.output", "The aligner's first layer", no_images)
-    def image_features(self, value: torch.Tensor) -> ImageFeatures:
-        return value.flatten(0, 1)
+FeaturesBeforeActivation = features_at(
+    Vision, "/projector.linear1.output", "the aligner's first linear layer, before its activation and second layer",
+)
 
 
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
+class TestDeepseekVl(VisionFamilyTests):
+    checkpoint = "deepseek_vl"
+    family = deepseek_vl.FAMILY
+    breaks = (
         ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {SiglipAttention: PatternAtScores}, "against attention_probabilities: off by"),
         ("image_features_reach_the_text", {SiglipVisionModel: FeaturesBeforeActivation}, "against image_features: off by"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert_breaks(check, model, broken(envoys), message)
+    )

@@ -1,30 +1,12 @@
 """Gemma 3: a SigLIP tower whose output the projector pools, each value read where it is."""
 
-import pytest
 import torch
-from nnterp import EProperty, StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.variants import assert_breaks, with_envoys
-from nnterp_vision.components import no_images
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.families import gemma3
-from nnterp_vision.layouts import ImageFeatures
-from nnterp_vision.testing import WrongContribution
+from nnterp_vision.testing import VisionFamilyTests, WrongContribution, features_at, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 PROMPT = "<start_of_image>Hello world"
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("gemma3")
-
-
-def broken(envoys):
-    """The Gemma 3 family with the module types of ``envoys`` keyed to other components."""
-    return StandardizedTransformer(tiny_checkpoint("gemma3"), family=with_envoys(gemma3, envoys), attn_implementation="eager")
 
 
 def test_tree_and_sizes(model):
@@ -40,12 +22,10 @@ def test_tree_and_sizes(model):
 
 
 def test_projector_pools_tower_output(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        tower = model.vision.tower_output.save()
-        taken = model.projector.projector_input.save()
-        projected = model.projector.projector_output.save()
-        features = model.vision.image_features.save()
+    mask, tower, taken, projected, features = read(
+        model, PROMPT, "vision.image_token_mask", "vision.tower_output", "projector.projector_input",
+        "projector.projector_output", "vision.image_features",
+    )
     # the projector takes tower_output whole (16 patches) and returns mm_tokens_per_image (4) rows per image
     assert tower.shape == (1, 16, 64) and torch.equal(taken, tower)
     assert projected.shape == (1, 4, 64) and mask.sum() == 4
@@ -58,29 +38,20 @@ def test_projector_pools_tower_output(model):
     torch.testing.assert_close(projected, expected)
 
 
-def test_no_image_makes_image_values_unavailable(model):
-    with pytest.raises(Unavailable, match="passes no image"):
-        with torch.no_grad(), model.trace("Hello world"):
-            model.vision.tower_output.save()
-
-
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class FeaturesBeforeNorm(SiglipVision):
-    """image_features read at the projector's norm's input (the pooled patches): the right shape, the wrong tensor."""
-
-    @EProperty("/projector.mm_soft_emb_norm.input", "The pooled patches", no_images)
-    def image_features(self, value: torch.Tensor) -> ImageFeatures:
-        return value.flatten(0, 1)
+FeaturesBeforeNorm = features_at(
+    SiglipVision, "/projector.mm_soft_emb_norm.input",
+    "the projector's norm's input (the pooled patches): the right shape, the wrong tensor",
+)
 
 
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
+class TestGemma3(VisionFamilyTests):
+    checkpoint = "gemma3"
+    family = gemma3.FAMILY
+    no_image_values = ("vision.tower_output",)
+    breaks = (
         ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),
         ("image_features_reach_the_text", {SiglipVisionModel: FeaturesBeforeNorm}, "against image_features: off by"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert_breaks(check, model, broken(envoys), message)
+    )

@@ -2,50 +2,27 @@
 
 import pytest
 import torch
-from nnterp import Moe, StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks import CHECKS, verdict
-from nnterp_conformance.checks.base import Case
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS, run
-from nnterp_conformance.variants import with_envoys
+from nnterp import Moe, Unavailable
 from nnterp_vision.components.glm4v import Glm4vMerger, Glm4vVision
-from nnterp_vision.components.qwen import PER_IMAGE, QwenVisionAttention
+from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.families import glm46v, glm46v_moe
+from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, read
 from transformers.models.glm4v.modeling_glm4v import Glm4vVisionAttention
 from transformers.models.glm4v_moe.modeling_glm4v_moe import Glm4vMoeVisionAttention
 
-VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
 PROMPT = "<|image|>Hello world"
-#: the checks' 40 x 48 image, resized to 32 x 48: a 4 x 6 grid of 8-pixel patches, 2 x 3 merge blocks, one token each
-PATCHES, TOKENS = 24, 6
-#: each checkpoint, the family module that serves it, and its tower's attention type
-CHECKPOINTS = {"glm46v": (glm46v, Glm4vVisionAttention), "glm46v_moe": (glm46v_moe, Glm4vMoeVisionAttention)}
+PATCHES, TOKENS = MERGED_PATCHES, MERGED_TOKENS
+#: each checkpoint, the family that serves it, and its tower's attention type
+CHECKPOINTS = {"glm46v": (glm46v.FAMILY, Glm4vVisionAttention), "glm46v_moe": (glm46v_moe.FAMILY, Glm4vMoeVisionAttention)}
 
 
 @pytest.fixture(scope="module", params=list(CHECKPOINTS))
 def model(tiny_model, request):
-    torch.set_num_threads(1)
     return tiny_model(request.param)
 
 
 def name(model):
-    return "glm46v_moe" if model.family is glm46v_moe else "glm46v"
-
-
-def test_vision_checks_pass_but_the_pattern_skips(model):
-    verdicts = {v.name: v for v in run(model, PROMPTS, only=VISION_CHECKS)}
-    pattern = verdicts.pop("vision_pattern_is_softmax_of_scores")
-    assert pattern.status == "skip" and PER_IMAGE in pattern.detail, str(pattern)
-    assert [v.status for v in verdicts.values()] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts.values()))
-
-
-@pytest.mark.parametrize("seed", [0, 3, 11, 12])
-def test_vision_checks_pass_on_drawn_batches(model, seed):
-    case = Case(("The cat sat", "Hello world again"), seed=seed)
-    verdicts = [verdict(name, model, case) for name in VISION_CHECKS if name != "vision_pattern_is_softmax_of_scores"]
-    failed = [str(v) for v in verdicts if v.status != "pass"]
-    assert not failed, "\n".join(failed)
+    return "glm46v_moe" if model.family is glm46v_moe.FAMILY else "glm46v"
 
 
 def test_the_config_names_the_family_and_the_tree(model):
@@ -59,19 +36,16 @@ def test_the_config_names_the_family_and_the_tree(model):
         vision.image_size
     # GLM-4.1V's text model has dense blocks; GLM-4.5V's a dense block 0, then a mixture with a shared expert
     mixture = model.layers[1].mlp
-    assert isinstance(mixture, Moe) == (family is glm46v_moe)
-    if family is glm46v_moe:
+    assert isinstance(mixture, Moe) == (family is glm46v_moe.FAMILY)
+    if family is glm46v_moe.FAMILY:
         assert (mixture.num_experts, mixture.top_k) == (4, 2) and mixture.router is mixture.gate
 
 
 def test_final_norm_and_merger_feed_the_scatter(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        last = model.vision.layers[-1].layer_output.detach().clone().save()
-        tower = model.vision.tower_output.detach().clone().save()
-        merged_in = model.projector.projector_input.detach().clone().save()
-        merged = model.projector.projector_output.detach().clone().save()
-        features = model.vision.image_features.detach().clone().save()
+    mask, last, tower, merged_in, merged, features = read(
+        model, PROMPT, "vision.image_token_mask", "vision.layers.-1.layer_output", "vision.tower_output",
+        "projector.projector_input", "projector.projector_output", "vision.image_features",
+    )
     visual = model.model.visual
     assert int(mask.sum()) == TOKENS and tower.shape == (1, PATCHES, 32) and torch.equal(tower, visual.post_layernorm(last))
     blocks = tower[0].view(-1, 2, 2, 32).permute(0, 3, 1, 2)
@@ -79,17 +53,17 @@ def test_final_norm_and_merger_feed_the_scatter(model):
     assert merged.shape == (TOKENS, 64) and torch.equal(merged, features)
 
 
-class WrongContribution(QwenVisionAttention):
-    """The attention's contribution read at its output projection's input: the right shape, the wrong tensor."""
-
-    attention_output = QwenVisionAttention.attention_output.at("proj.input")
-
-
-def test_check_fails_on_a_broken_family(model):
-    family, attention = CHECKPOINTS[name(model)]
-    assert verdict("vision_contribution", model, PROMPTS).status == "pass"
-    broken = StandardizedTransformer(
-        tiny_checkpoint(name(model)), family=with_envoys(family, {attention: WrongContribution}), attn_implementation="eager"
+class TestGlm46v(VisionFamilyTests):
+    checkpoint = "glm46v"
+    family = glm46v.FAMILY
+    breaks = (
+        ("vision_contribution", {Glm4vVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )
-    found = verdict("vision_contribution", broken, PROMPTS)
-    assert found.status == "fail" and "against layer_output: off by" in found.detail, str(found)
+
+
+class TestGlm46vMoe(VisionFamilyTests):
+    checkpoint = "glm46v_moe"
+    family = glm46v_moe.FAMILY
+    breaks = (
+        ("vision_contribution", {Glm4vMoeVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
+    )

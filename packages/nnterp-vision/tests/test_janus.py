@@ -1,30 +1,13 @@
 """Janus (understanding): a SigLIP-layout tower whose every patch the aligner maps to one image token, between begin and end tokens."""
 
-import pytest
 import torch
-from nnterp import EProperty, StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_conformance.checks.vision import image
-from nnterp_conformance.variants import assert_breaks, with_envoys
-from nnterp_vision.components import no_images
 from nnterp_vision.components.janus import JanusVision
 from nnterp_vision.families import janus
-from nnterp_vision.layouts import ImageFeatures
-from nnterp_vision.testing import PatternAtScores, WrongContribution
+from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, features_at, mixed_invoke, read
 from transformers.models.janus.modeling_janus import JanusVisionAttention, JanusVisionModel
 
 PROMPT = "<image>Hello world"
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("janus")
-
-
-def broken(envoys):
-    """The Janus family with the module types of ``envoys`` keyed to other components."""
-    return StandardizedTransformer(tiny_checkpoint("janus"), family=with_envoys(janus, envoys), attn_implementation="eager")
 
 
 def test_tree_and_sizes(model):
@@ -40,13 +23,10 @@ def test_tree_and_sizes(model):
 
 
 def test_image_features_are_the_aligned_tower_output(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        patches = model.vision.patch_embeddings.save()
-        tower = model.vision.tower_output.save()
-        taken = model.projector.projector_input.save()
-        projected = model.projector.projector_output.save()
-        features = model.vision.image_features.save()
+    mask, patches, tower, taken, projected, features = read(
+        model, PROMPT, "vision.image_token_mask", "vision.patch_embeddings", "vision.tower_output",
+        "projector.projector_input", "projector.projector_output", "vision.image_features",
+    )
     # no class row, one image token per patch; the aligner takes the normed last stream whole
     assert patches.shape == (1, 16, 64) and tower.shape == (1, 16, 64) and mask.sum() == 16
     assert torch.equal(taken, tower)
@@ -67,38 +47,23 @@ def test_image_tokens_sit_between_begin_and_end(model):
 
 
 def test_one_invoke_mixes_prompts_with_and_without_images(model):
-    two, text = "<image>Hello<image> world", "The cat sat on the mat again"
-    with torch.no_grad(), model.trace([two, text], images=[[image(1), image(2)], []]):
-        mask = model.vision.image_token_mask.save()
-        features = model.vision.image_features.save()
-        stream = model.layers[0].layer_input.save()
+    mask, features, stream = mixed_invoke(model, "vision.image_token_mask", "vision.image_features", "layers.0.layer_input")
     assert mask[0].sum() == 32 and not mask[1].any() and torch.equal(stream[mask], features)
-
-
-def test_no_image_makes_image_values_unavailable(model):
-    with pytest.raises(Unavailable, match="passes no image"):
-        with torch.no_grad(), model.trace("Hello world"):
-            model.vision.image_features.save()
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class FeaturesBeforeActivation(JanusVision):
-    """image_features read at the aligner's first linear layer, before its activation and second layer."""
-
-    @EProperty("/projector.fc1.output", "The aligner's first layer", no_images)
-    def image_features(self, value: torch.Tensor) -> ImageFeatures:
-        return value.flatten(0, 1)
+FeaturesBeforeActivation = features_at(
+    JanusVision, "/projector.fc1.output", "the aligner's first linear layer, before its activation and second layer",
+)
 
 
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
+class TestJanus(VisionFamilyTests):
+    checkpoint = "janus"
+    family = janus.FAMILY
+    breaks = (
         ("vision_contribution", {JanusVisionAttention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {JanusVisionAttention: PatternAtScores}, "against attention_probabilities: off by"),
         ("image_features_reach_the_text", {JanusVisionModel: FeaturesBeforeActivation}, "against image_features: off by"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert_breaks(check, model, broken(envoys), message)
+    )

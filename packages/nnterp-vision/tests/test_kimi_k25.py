@@ -2,17 +2,12 @@
 
 import pytest
 import torch
-from nnterp import StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks import verdict
+from nnterp import SigmoidMoe, Unavailable
 from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS
-from nnterp_conformance.variants import with_envoys
-from nnterp_text.families.deepseek_v3 import SigmoidMoe
 from nnterp_vision.components.kimi_k25 import MoonVit, MoonVitAttention, MoonVitProjector
-from nnterp_vision.components.qwen import QwenVisionLayer, QwenVisionMlp
+from nnterp_vision.components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
 from nnterp_vision.families import kimi_k25
-from nnterp_vision.testing import QwenWrongContribution
+from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests, read
 from transformers.models.kimi_k25.modeling_kimi_k25 import Kimi_K25VisionAttention
 
 PROMPT = "<|media_pad|>Hello world"
@@ -20,15 +15,9 @@ PROMPT = "<|media_pad|>Hello world"
 SIDE, TOKENS = 6, 9
 
 
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("kimi_k25")
-
-
 def test_tree_and_sizes(model):
     vision = model.vision
-    assert model.family is kimi_k25 and isinstance(vision, MoonVit) and vision is model.model.vision_tower
+    assert model.family.name == kimi_k25.FAMILY.name and isinstance(vision, MoonVit) and vision is model.model.vision_tower
     assert isinstance(model.projector, MoonVitProjector) and model.projector is model.model.mm_projector
     block = vision.layers[0]
     assert isinstance(block, QwenVisionLayer) and isinstance(block.self_attn, MoonVitAttention) and isinstance(block.mlp, QwenVisionMlp)
@@ -57,12 +46,10 @@ def test_queries_keys_and_values_are_the_transposes(model):
 
 
 def test_the_tower_pools_each_merge_kernel_into_one_token(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        tower = model.vision.tower_output.detach().clone().save()
-        pooled = model.projector.projector_input.detach().clone().save()
-        projected = model.projector.projector_output.detach().clone().save()
-        features = model.vision.image_features.detach().clone().save()
+    mask, tower, pooled, projected, features = read(
+        model, PROMPT, "vision.image_token_mask", "vision.tower_output", "projector.projector_input",
+        "projector.projector_output", "vision.image_features",
+    )
     assert int(mask.sum()) == TOKENS and tower.shape == (1, SIDE * SIDE, 32)
     # one frame: each token's row holds its 2 x 2 kernel's patches, raster order within and across kernels
     kernels = tower[0].view(SIDE // 2, 2, SIDE // 2, 2, 32).permute(0, 2, 1, 3, 4).reshape(TOKENS, 4, 32)
@@ -70,21 +57,11 @@ def test_the_tower_pools_each_merge_kernel_into_one_token(model):
     assert projected.shape == (TOKENS, 64) and torch.equal(projected, features)
 
 
-def test_check_fails_on_a_broken_family(model):
-    assert verdict("vision_contribution", model, PROMPTS).status == "pass"
-    broken = StandardizedTransformer(
-        tiny_checkpoint("kimi_k25"), family=with_envoys(kimi_k25, {Kimi_K25VisionAttention: QwenWrongContribution}), attn_implementation="eager"
+class TestKimiK25(VisionFamilyTests):
+    checkpoint = "kimi_k25"
+    family = kimi_k25.FAMILY
+    breaks = (
+        ("vision_contribution", {Kimi_K25VisionAttention: QwenWrongContribution}, "against layer_output: off by"),
+        # MoonViT projects q, k and v apart: Qwen2-VL's names for them (one qkv split) do not exist in its forward
+        ("vision_interior_feeds_the_output", {Kimi_K25VisionAttention: QwenVisionAttention}, ""),
     )
-    found = verdict("vision_contribution", broken, PROMPTS)
-    assert found.status == "fail" and "against layer_output: off by" in found.detail, str(found)
-
-
-def test_the_qwen_vits_operation_names_fail_the_interior_check(model):
-    # MoonViT projects q, k and v apart: Qwen2-VL's names for them (one qkv split) do not exist in its forward
-    from nnterp_conformance.variants import assert_breaks
-    from nnterp_vision.components.qwen import QwenVisionAttention
-
-    qwen_named = StandardizedTransformer(
-        tiny_checkpoint("kimi_k25"), family=with_envoys(kimi_k25, {Kimi_K25VisionAttention: QwenVisionAttention}), attn_implementation="eager"
-    )
-    assert_breaks("vision_interior_feeds_the_output", model, qwen_named, "")

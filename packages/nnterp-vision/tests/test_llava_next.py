@@ -1,105 +1,52 @@
 """LLaVA-NeXT: LLaVA's tower over anyres crops, and the image features as the text model receives them, unpadded with newline rows."""
 
-import pytest
-import torch
-from nnterp import EProperty, StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks import verdict
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS
-from nnterp_conformance.variants import assert_breaks, with_envoys
-from nnterp_vision.components import Vision, no_images
+from nnterp_vision.components import Vision
 from nnterp_vision.families import llava_next
-from nnterp_vision.layouts import ImageFeatures
-from nnterp_vision.reasons import NO_IMAGE, NO_PROCESSOR
-from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
+from nnterp_vision.testing import ANYRES_CROPS, ANYRES_TOKENS, PatternAtScores, VisionFamilyTests, WrongContribution
+from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, assert_tiny_vit, features_at, features_returned, read
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"
-#: the checks' 40 x 48 image on the tiny grid pinpoints: the base crop and the four tiles of 64 x 64
-CROPS = 5
-#: its image tokens: the base crop's 16, then the 8 x 8 tile grid unpadded to 6 rows of 8, each row closed by a newline
-BASE, ROWS, COLUMNS = 16, 6, 8
-TOKENS = BASE + ROWS * (COLUMNS + 1)
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("llava_next")
-
-
-def broken(envoys):
-    """The LLaVA-NeXT family with the module types of ``envoys`` keyed to other components."""
-    return StandardizedTransformer(tiny_checkpoint("llava_next"), family=with_envoys(llava_next, envoys), attn_implementation="eager")
 
 
 def test_tree_and_sizes(model):
     vision = model.vision
     assert vision is model.model.vision_tower and model.projector is vision.projector
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (2, 64, 4, 16)
-    assert (vision.patch_size, vision.image_size, vision.intermediate_size) == (8, 32, 128)
-    assert vision.layers[0].self_attn.o_proj is vision.layers[0].self_attn.out_proj
+    assert_tiny_vit(vision)
 
 
 def test_image_features_are_the_packed_projection(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        patches = model.vision.patch_embeddings.save()
-        projected = model.projector.projector_output.save()
-        features = model.vision.image_features.save()
+    mask, patches, projected, features = read(
+        model, PROMPT, "vision.image_token_mask", "vision.patch_embeddings", "projector.projector_output",
+        "vision.image_features",
+    )
     # the tower and the projector run per crop; the text model receives the packed rows
-    assert patches.shape == (CROPS, 16, 64) and projected.shape == (CROPS, 16, 64)
-    assert mask.sum() == TOKENS and features.shape == (TOKENS, 64)
-    assert torch.equal(features[:BASE], projected[0])
-    grid = features[BASE:].unflatten(0, (ROWS, COLUMNS + 1))
-    newline = model.model.image_newline.detach()
-    assert torch.equal(grid[:, -1], newline.expand(ROWS, -1))
-    # each unpadded row's features are the projection's, from the tile it falls in (one padded row cropped off the top)
-    tiles = projected[1:].unflatten(0, (2, 2)).unflatten(2, (COLUMNS // 2, COLUMNS // 2))  # tile row, tile column, row, column
-    full = tiles.permute(0, 2, 1, 3, 4).flatten(2, 3).flatten(0, 1)  # [8 rows, 8 columns, hidden]
-    assert torch.equal(grid[:, :-1], full[1 : 1 + ROWS])
-
-
-def test_no_image_makes_image_values_unavailable(model):
-    with pytest.raises(Unavailable, match="passes no image"):
-        with torch.no_grad(), model.trace("Hello world"):
-            model.vision.image_features.save()
-    with torch.no_grad(), model.trace("Hello world"):
-        text = model.layers[0].layer_output.save()
-    assert text.shape[-1] == 64
-    assert NO_IMAGE.startswith("this trace passes no image")
+    assert patches.shape == (ANYRES_CROPS, 16, 64) and projected.shape == (ANYRES_CROPS, 16, 64)
+    assert mask.sum() == ANYRES_TOKENS and features.shape == (ANYRES_TOKENS, 64)
+    assert_anyres_packed(model, features, projected)
 
 
 def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
-    monkeypatch.setattr(model, "processor", None)
-    support = model.vision.support()
-    assert support["image_features"] == NO_PROCESSOR and support["layer_output"] == {0: NO_PROCESSOR, 1: NO_PROCESSOR}
-    assert verdict("image_features_reach_the_text", model, PROMPTS).status == "skip"
+    assert_no_processor(model, monkeypatch)
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class FeaturesAtProjector(Vision):
-    """image_features read at the projector's output, every crop's rows: LLaVA's reading, before NeXT's packing."""
-
-    @EProperty("/projector.output", "The projector's output", no_images)
-    def image_features(self, value: torch.Tensor) -> ImageFeatures:
-        return value.flatten(0, 1)
+FeaturesAtProjector = features_at(
+    Vision, "/projector.output", "the projector's output, every crop's rows: LLaVA's reading, before NeXT's packing",
+)
 
 
 FeaturesReturned = features_returned(Vision)
 
 
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
+class TestLlavaNext(VisionFamilyTests):
+    checkpoint = "llava_next"
+    family = llava_next.FAMILY
+    breaks = (
         ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
-        ("image_features_reach_the_text", {CLIPVisionModel: FeaturesAtProjector}, f"{TOKENS} image tokens against {CROPS * 16} rows"),
+        ("image_features_reach_the_text", {CLIPVisionModel: FeaturesAtProjector}, f"{ANYRES_TOKENS} image tokens against {ANYRES_CROPS * 16} rows"),
         ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert_breaks(check, model, broken(envoys), message)
+    )

@@ -4,27 +4,14 @@ import pytest
 import torch
 from nnterp import StandardizedTransformer, Unavailable
 from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.variants import assert_breaks, with_envoys
 from nnterp_vision.components.timm import FUSED, TIMM_INTERIOR, TimmAttention, TimmVision
 from nnterp_vision.families import perception_lm
-from nnterp_vision.tiny.perception_lm import LOAD
+from nnterp_vision.testing import VisionFamilyTests, read
 from timm.layers import AttentionRope
 
 PROMPT = "<|image|>Hello world"
 #: each image is a thumbnail and one tile of 32 pixels: 4 x 4 patches of 8 and the class row, pooled 2 x 2 into 4 tokens
 TILES, ROWS, TOKENS = 2, 17, 8
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("perception_lm")
-
-
-def broken(envoys):
-    """The PerceptionLM family with the module types of ``envoys`` keyed to other components."""
-    return StandardizedTransformer(tiny_checkpoint("perception_lm"), family=with_envoys(perception_lm, envoys), **LOAD)
 
 
 def test_tree_and_sizes(model):
@@ -45,14 +32,10 @@ def test_tree_and_sizes(model):
 
 
 def test_tiles_run_as_rows_and_the_projector_pools(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        patches = model.vision.patch_embeddings.save()
-        tower = model.vision.tower_output.save()
-        taken = model.projector.projector_input.save()
-        projected = model.projector.projector_output.save()
-        features = model.vision.image_features.save()
-        stream = model.layers[0].layer_input.save()
+    mask, patches, tower, taken, projected, features, stream = read(
+        model, PROMPT, "vision.image_token_mask", "vision.patch_embeddings", "vision.tower_output",
+        "projector.projector_input", "projector.projector_output", "vision.image_features", "layers.0.layer_input",
+    )
     # the thumbnail and the tile are two rows of the tower; the class row leads, and the wrapper drops it
     assert patches.shape == (TILES, ROWS - 1, 64) and tower.shape == (TILES, ROWS, 64)
     assert torch.equal(taken, tower[:, 1:])
@@ -67,9 +50,7 @@ def test_tiles_run_as_rows_and_the_projector_pools(model):
 
 
 def test_contribution_is_after_the_layer_scale(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        raw = model.vision.layers[0].self_attn.output.save()
-        added = model.vision.layers[0].self_attn.attention_output.save()
+    raw, added = read(model, PROMPT, "vision.layers.0.self_attn.output", "vision.layers.0.self_attn.attention_output")
     scale = model.vision.layers[0]._module.gamma_1
     torch.testing.assert_close(added, raw * scale)
 
@@ -83,10 +64,12 @@ def test_fused_load_says_why_the_pattern_is_missing(tiny_model):
     assert FUSED in str(fused.vision.support()["self_attn.attention_scores"])
 
 
-def test_no_image_makes_image_values_unavailable(model):
-    with pytest.raises(Unavailable, match="passes no image"):
-        with torch.no_grad(), model.trace("Hello world"):
-            model.vision.tower_output.save()
+def test_a_load_without_dispatch_is_dispatched_by_the_family():
+    from nnterp import StandardizedTransformer
+    from nnterp_conformance.checkpoints import tiny_checkpoint
+
+    model = StandardizedTransformer(tiny_checkpoint("perception_lm"), attn_implementation="eager")
+    assert model.dispatched and next(model._module.parameters()).device.type == "cpu"
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
@@ -104,20 +87,11 @@ class PatternAtScores(TimmAttention):
     attention_probabilities = TimmAttention.attention_probabilities.at("source.maybe_add_mask_0.output")
 
 
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
+class TestPerceptionLm(VisionFamilyTests):
+    checkpoint = "perception_lm"
+    family = perception_lm.FAMILY
+    no_image_values = ("vision.tower_output",)
+    breaks = (
         ("vision_contribution", {AttentionRope: BeforeLayerScale}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {AttentionRope: PatternAtScores}, "against attention_probabilities: off by"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert_breaks(check, model, broken(envoys), message)
-
-
-def test_a_load_without_dispatch_is_dispatched_by_the_family():
-    from nnterp import StandardizedTransformer
-    from nnterp_conformance.checkpoints import tiny_checkpoint
-
-    model = StandardizedTransformer(tiny_checkpoint("perception_lm"), attn_implementation="eager")
-    assert model.dispatched and next(model._module.parameters()).device.type == "cpu"
+    )

@@ -1,38 +1,20 @@
 """Qwen2.5-VL: the windowed Qwen ViT keeps the block identities in window order, and the tower's re-ordered merge is what the text model receives."""
 
-import types
-
 import pytest
 import torch
 
 
-from nnterp import StandardizedTransformer, Unavailable  # noqa: E402
-from nnterp_conformance.checkpoints import tiny_checkpoint  # noqa: E402
-from nnterp_conformance.checks import CHECKS, verdict  # noqa: E402
+from nnterp import Unavailable  # noqa: E402
 from nnterp_conformance.checks.vision import image  # noqa: E402
-from nnterp_conformance.runner import PROMPTS, run  # noqa: E402
-from nnterp_vision.components.qwen import PER_IMAGE, QwenVisionAttention  # noqa: E402
+from nnterp_vision.components.qwen import PER_IMAGE  # noqa: E402
 from nnterp_vision.families import qwen2_5_vl  # noqa: E402
+from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests
 from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VLVisionAttention  # noqa: E402
 from transformers.vision_utils import get_vision_window_index  # noqa: E402
 
-VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
 PROMPT = "<|image_pad|>Hello world"
 #: the checks' image as a 4 x 6 grid of patches: 2 x 3 merge blocks, in two 32-pixel windows (2 x 2 and 2 x 1 blocks)
 GRID, PATCHES, TOKENS = (1, 4, 6), 24, 6
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("qwen2_5_vl")
-
-
-def test_vision_checks_pass_but_the_pattern_skips(model):
-    verdicts = {v.name: v for v in run(model, PROMPTS, only=VISION_CHECKS)}
-    pattern = verdicts.pop("vision_pattern_is_softmax_of_scores")
-    assert pattern.status == "skip" and PER_IMAGE in pattern.detail, str(pattern)
-    assert [v.status for v in verdicts.values()] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts.values()))
 
 
 def test_tree_and_sizes(model):
@@ -68,17 +50,9 @@ def test_window_order_and_the_restored_merge(model):
     assert torch.equal(merged_in, tower[0]) and torch.equal(merged[torch.argsort(window)], features)
 
 
-class WrongContribution(QwenVisionAttention):
-    """The attention's contribution read at its output projection's input: the right shape, the wrong tensor."""
-
-    attention_output = QwenVisionAttention.attention_output.at("proj.input")
-
-
-def test_contribution_check_fails_on_a_broken_family(model):
-    family = types.ModuleType("broken_qwen2_5_vl")
-    family.TASK, family.RENAME = qwen2_5_vl.TASK, qwen2_5_vl.RENAME
-    family.ENVOYS = {**qwen2_5_vl.ENVOYS, Qwen2_5_VLVisionAttention: WrongContribution}
-    broken = StandardizedTransformer(tiny_checkpoint("qwen2_5_vl"), family=family, attn_implementation="eager")
-    assert verdict("vision_contribution", model, PROMPTS).status == "pass"
-    found = verdict("vision_contribution", broken, PROMPTS)
-    assert found.status == "fail" and "against layer_output: off by" in found.detail, str(found)
+class TestQwen25Vl(VisionFamilyTests):
+    checkpoint = "qwen2_5_vl"
+    family = qwen2_5_vl.FAMILY
+    breaks = (
+        ("vision_contribution", {Qwen2_5_VLVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
+    )

@@ -2,43 +2,23 @@
 
 import pytest
 import torch
-from nnterp_conformance.checks import CHECKS, verdict
+from nnterp_conformance.checks import verdict
 from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS, run
-from nnterp_conformance.variants import with_envoys
+from nnterp_conformance.runner import PROMPTS
 from nnterp_recurrent.components import LinearAttention
-from nnterp_vision.components.qwen import PER_IMAGE
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
-from nnterp_vision.families import qwen3_5
-from nnterp_vision.testing import QwenWrongContribution
-from nnterp import StandardizedTransformer
-from nnterp_conformance.checkpoints import tiny_checkpoint
+from nnterp_vision.families import qwen3_5, qwen3_5_moe
+from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5VisionAttention
+from transformers.models.qwen3_5_moe.modeling_qwen3_5_moe import Qwen3_5MoeVisionAttention
 
-VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
 PROMPT = "<|image_pad|>Hello world"
-#: the checks' 40 x 48 image, resized to 32 x 48: a 4 x 6 grid of 8-pixel patches, 2 x 3 merge blocks, one token each
-PATCHES, TOKENS = 24, 6
+PATCHES, TOKENS = MERGED_PATCHES, MERGED_TOKENS
 
 
 @pytest.fixture(scope="module", params=["qwen3_5", "qwen3_5_moe"])
 def model(tiny_model, request):
-    torch.set_num_threads(1)
     return tiny_model(request.param)
-
-
-def test_vision_checks_pass_but_the_pattern_skips(model):
-    verdicts = {v.name: v for v in run(model, PROMPTS, only=VISION_CHECKS)}
-    pattern = verdicts.pop("vision_pattern_is_softmax_of_scores")
-    assert pattern.status == "skip" and PER_IMAGE in pattern.detail, str(pattern)
-    assert [v.status for v in verdicts.values()] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts.values()))
-
-
-def test_recurrent_checks_pass_on_the_wrapper(model):
-    recurrent = [name for name, found in CHECKS.items() if found.kind == "recurrent"]
-    verdicts = run(model, PROMPTS, only=recurrent)
-    assert len(verdicts) == len(recurrent) >= 5
-    assert [v.status for v in verdicts] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts))
 
 
 def test_tree_has_no_deepstack_and_recurrent_text_blocks(model):
@@ -68,16 +48,6 @@ def test_image_tokens_enter_the_recurrent_state(model):
     assert (state - blank).abs().max() > 1e-4
 
 
-def test_check_fails_on_a_broken_family(tiny_model):
-    model = tiny_model("qwen3_5")
-    assert verdict("vision_contribution", model, PROMPTS).status == "pass"
-    broken = StandardizedTransformer(
-        tiny_checkpoint("qwen3_5"), family=with_envoys(qwen3_5, {Qwen3_5VisionAttention: QwenWrongContribution}), attn_implementation="eager"
-    )
-    found = verdict("vision_contribution", broken, PROMPTS)
-    assert found.status == "fail" and "against layer_output: off by" in found.detail, str(found)
-
-
 def test_a_text_prompt_after_an_image_batch_continues_over_its_cache(model):
     # the wrapper keeps an image prompt's rope offsets (rope_deltas, here for a batch of 2); a text prompt does not
     # replace them, so without nnterp forgetting them at a fresh call its continuation took the image's offsets
@@ -85,3 +55,19 @@ def test_a_text_prompt_after_an_image_batch_continues_over_its_cache(model):
         pass
     found = verdict("split_prompt_continues", model, PROMPTS)
     assert found.status == "pass", str(found)
+
+
+class TestQwen35(VisionFamilyTests):
+    checkpoint = "qwen3_5"
+    family = qwen3_5.FAMILY
+    breaks = (
+        ("vision_contribution", {Qwen3_5VisionAttention: QwenWrongContribution}, "against layer_output: off by"),
+    )
+
+
+class TestQwen35Moe(VisionFamilyTests):
+    checkpoint = "qwen3_5_moe"
+    family = qwen3_5_moe.FAMILY
+    breaks = (
+        ("vision_contribution", {Qwen3_5MoeVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
+    )

@@ -2,59 +2,21 @@
 
 import pytest
 import torch
-from nnterp import Moe, StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks import CHECKS, verdict
-from nnterp_conformance.checks.base import Case
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS, run
-from nnterp_conformance.variants import with_envoys
-from nnterp_vision.components.qwen import PER_IMAGE, QwenVisionAttention
+from nnterp import Moe, Unavailable
+from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
 from nnterp_vision.families import qwen3_vl_moe
+from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_tree, read
 from transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe import Qwen3VLMoeTextSparseMoeBlock, Qwen3VLMoeVisionAttention
 
-VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
 PROMPT = "<|image_pad|>Hello world"
-#: the checks' 40 x 48 image, resized to 32 x 48: a 4 x 6 grid of 8-pixel patches, 2 x 3 merge blocks, one token each
-PATCHES, TOKENS = 24, 6
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("qwen3_vl_moe")
-
-
-def test_vision_checks_pass_but_the_pattern_skips(model):
-    verdicts = {v.name: v for v in run(model, PROMPTS, only=VISION_CHECKS)}
-    pattern = verdicts.pop("vision_pattern_is_softmax_of_scores")
-    assert pattern.status == "skip" and PER_IMAGE in pattern.detail, str(pattern)
-    assert [v.status for v in verdicts.values()] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts.values()))
-
-
-@pytest.mark.parametrize("seed", [0, 3, 11, 12])
-def test_vision_checks_pass_on_drawn_batches(model, seed):
-    case = Case(("The cat sat", "Hello world again"), seed=seed)
-    verdicts = [verdict(name, model, case) for name in VISION_CHECKS if name != "vision_pattern_is_softmax_of_scores"]
-    failed = [str(v) for v in verdicts if v.status != "pass"]
-    assert not failed, "\n".join(failed)
-
-
-def test_text_kit_passes_on_text_prompts(model):
-    verdicts = {v.name: v for v in run(model, PROMPTS, only=[name for name in CHECKS if name not in VISION_CHECKS])}
-    # a mixture has no one activation or neurons tensor per block
-    neurons = verdicts.pop("neurons_make_contribution")
-    assert neurons.status == "skip" and "mixture of experts" in neurons.detail, str(neurons)
-    failed = [str(v) for v in verdicts.values() if v.status != "pass"]
-    assert not failed, "\n".join(failed)
-    assert len(verdicts) >= 15 and "routing_follows_scoring" in verdicts
+PATCHES, TOKENS = MERGED_PATCHES, MERGED_TOKENS
 
 
 def test_tree_and_sizes(model):
     vision = model.vision
-    assert isinstance(vision, Qwen3Vision) and vision is model.model.visual and model.projector is vision.merger
-    assert isinstance(model.projector, Qwen3Merger) and isinstance(vision.deepstack_merger_list[0], Qwen3Merger)
+    assert_tree(model, Qwen3Vision, "model.visual", Qwen3Merger, "vision.merger")
+    assert isinstance(vision.deepstack_merger_list[0], Qwen3Merger)
     assert isinstance(vision.layers[0].self_attn, QwenVisionAttention)
     assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (2, 64, 4, 16)
     assert (vision.patch_size, vision.intermediate_size, vision.spatial_merge_size, vision.deepstack_layers) == (8, 128, 2, (0,))
@@ -67,16 +29,11 @@ def test_tree_and_sizes(model):
 
 
 def test_image_tokens_route_through_the_mixture(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        deep = model.vision.deepstack_merger_list[0].projector_output.detach().clone().save()
-        features = model.vision.image_features.detach().clone().save()
-        stream = model.layers[0].layer_input.detach().clone().save()
-        indices = model.layers[0].mlp.expert_indices.save()
-        routed = model.layers[0].mlp.routed_output.detach().clone().save()
-        contribution = model.layers[0].mlp.mlp_output.detach().clone().save()
-        out0 = model.layers[0].layer_output.detach().clone().save()
-        in1 = model.layers[1].layer_input.detach().clone().save()
+    mask, deep, features, stream, indices, routed, contribution, out0, in1 = read(
+        model, PROMPT, "vision.image_token_mask", "vision.deepstack_merger_list.0.projector_output",
+        "vision.image_features", "layers.0.layer_input", "layers.0.mlp.expert_indices", "layers.0.mlp.routed_output",
+        "layers.0.mlp.mlp_output", "layers.0.layer_output", "layers.1.layer_input",
+    )
     mask = mask.bool()
     assert int(mask.sum()) == TOKENS and features.shape == deep.shape == (TOKENS, 64)
     assert torch.equal(stream[mask], features)
@@ -86,23 +43,11 @@ def test_image_tokens_route_through_the_mixture(model):
     assert torch.allclose(out0[mask] + deep, in1[mask], atol=1e-6) and torch.equal(out0[~mask], in1[~mask])
 
 
-class WrongContribution(QwenVisionAttention):
-    """The attention's contribution read at its output projection's input: the right shape, the wrong tensor."""
-
-    attention_output = QwenVisionAttention.attention_output.at("proj.input")
-
-
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
-        ("vision_contribution", {Qwen3VLMoeVisionAttention: WrongContribution}, "against layer_output: off by"),
+class TestQwen3VlMoe(VisionFamilyTests):
+    checkpoint = "qwen3_vl_moe"
+    family = qwen3_vl_moe.FAMILY
+    breaks = (
+        ("vision_contribution", {Qwen3VLMoeVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
         # the plain mixture reads norm_topk_prob, which this router has not: it renormalizes always
         ("routing_follows_scoring", {Qwen3VLMoeTextSparseMoeBlock: Moe}, "expert_weights against route(router_logits)"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert verdict(check, model, PROMPTS).status == "pass"
-    family = with_envoys(qwen3_vl_moe, envoys)
-    broken = StandardizedTransformer(tiny_checkpoint("qwen3_vl_moe"), family=family, attn_implementation="eager")
-    found = verdict(check, broken, PROMPTS)
-    assert found.status == "fail" and message in found.detail, str(found)
+    )

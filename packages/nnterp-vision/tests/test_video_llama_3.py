@@ -2,43 +2,16 @@
 
 import pytest
 import torch
-from nnterp import StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
-from nnterp_conformance.checks import CHECKS, verdict
-from nnterp_conformance.checks.base import Case
-from nnterp_conformance.checks.vision import image
-from nnterp_conformance.runner import PROMPTS, run
-from nnterp_conformance.variants import with_envoys
-from nnterp_vision.components.qwen import PER_IMAGE, QwenVisionAttention
+from nnterp import Unavailable
+from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.components.video_llama_3 import VideoLlama3Projector, VideoLlama3Vision
 from nnterp_vision.families import video_llama_3
+from nnterp_vision.testing import OutProjWrongContribution, VisionFamilyTests, read
 from transformers.models.video_llama_3.modeling_video_llama_3 import VideoLlama3VisionAttention, VideoLlama3VisionModel
 
-VISION_CHECKS = [name for name, found in CHECKS.items() if found.kind == "vision"]
 PROMPT = "<|image_pad|>Hello world"
 #: the checks' 40 x 48 image, kept 40 x 48: a 5 x 6 grid of 8-pixel patches, one image token each (images merge by 1)
 PATCHES = TOKENS = 30
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("video_llama_3")
-
-
-def test_vision_checks_pass_but_the_pattern_skips(model):
-    verdicts = {v.name: v for v in run(model, PROMPTS, only=VISION_CHECKS)}
-    pattern = verdicts.pop("vision_pattern_is_softmax_of_scores")
-    assert pattern.status == "skip" and PER_IMAGE in pattern.detail, str(pattern)
-    assert [v.status for v in verdicts.values()] == ["pass"] * len(verdicts), "\n".join(map(str, verdicts.values()))
-
-
-@pytest.mark.parametrize("seed", [0, 3, 11, 12])
-def test_vision_checks_pass_on_drawn_batches(model, seed):
-    case = Case(("The cat sat", "Hello world again"), seed=seed)
-    verdicts = [verdict(name, model, case) for name in VISION_CHECKS if name != "vision_pattern_is_softmax_of_scores"]
-    failed = [str(v) for v in verdicts if v.status != "pass"]
-    assert not failed, "\n".join(failed)
 
 
 def test_tree_and_sizes(model):
@@ -57,14 +30,10 @@ def test_tree_and_sizes(model):
 
 
 def test_final_norm_resample_and_projector(model):
-    with torch.no_grad(), model.trace(PROMPT, images=[image()]):
-        mask = model.vision.image_token_mask.save()
-        patches = model.vision.patch_embeddings.detach().clone().save()
-        last = model.vision.layers[-1].layer_output.detach().clone().save()
-        tower = model.vision.tower_output.detach().clone().save()
-        merged_in = model.projector.projector_input.detach().clone().save()
-        merged = model.projector.projector_output.detach().clone().save()
-        features = model.vision.image_features.detach().clone().save()
+    mask, patches, last, tower, merged_in, merged, features = read(
+        model, PROMPT, "vision.image_token_mask", "vision.patch_embeddings", "vision.layers.-1.layer_output",
+        "vision.tower_output", "projector.projector_input", "projector.projector_output", "vision.image_features",
+    )
     assert int(mask.sum()) == TOKENS and patches.shape == tower.shape == (1, PATCHES, 32)
     # tower_output is the final norm of the last block's stream
     assert torch.equal(tower, model.model.vision_model.post_layernorm(last))
@@ -78,27 +47,16 @@ def test_final_norm_resample_and_projector(model):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-class WrongContribution(QwenVisionAttention):
-    """The attention's contribution read at its output projection's input: the right shape, the wrong tensor."""
-
-    attention_output = QwenVisionAttention.attention_output.at("out_proj.input")
-
-
 class FeaturesBeforeTheReadout(VideoLlama3Vision):
     """image_features read at the projector's first linear: one row per image token and the text's width, but not projected."""
 
     image_features = VideoLlama3Vision.image_features.at("/projector.readout.0.output", select=None)
 
 
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
-        ("vision_contribution", {VideoLlama3VisionAttention: WrongContribution}, "against layer_output: off by"),
+class TestVideoLlama3(VisionFamilyTests):
+    checkpoint = "video_llama_3"
+    family = video_llama_3.FAMILY
+    breaks = (
+        ("vision_contribution", {VideoLlama3VisionAttention: OutProjWrongContribution}, "against layer_output: off by"),
         ("image_features_reach_the_text", {VideoLlama3VisionModel: FeaturesBeforeTheReadout}, "against image_features: off by"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert verdict(check, model, PROMPTS).status == "pass"
-    broken = StandardizedTransformer(tiny_checkpoint("video_llama_3"), family=with_envoys(video_llama_3, envoys), attn_implementation="eager")
-    found = verdict(check, broken, PROMPTS)
-    assert found.status == "fail" and message in found.detail, str(found)
+    )

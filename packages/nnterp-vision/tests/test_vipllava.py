@@ -2,30 +2,17 @@
 
 import pytest
 import torch
-from nnterp import StandardizedTransformer, Unavailable
-from nnterp_conformance.checkpoints import tiny_checkpoint
+from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS
-from nnterp_conformance.variants import assert_breaks, with_envoys
 from nnterp_vision.components import Vision
 from nnterp_vision.families import vipllava
 from nnterp_vision.reasons import NO_PROCESSOR
-from nnterp_vision.testing import PatternAtScores, WrongContribution, features_returned
+from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, features_returned
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model):
-    torch.set_num_threads(1)
-    return tiny_model("vipllava")
-
-
-def broken(envoys):
-    """The VipLLaVA family with the module types of ``envoys`` keyed to other components."""
-    return StandardizedTransformer(tiny_checkpoint("vipllava"), family=with_envoys(vipllava, envoys), attn_implementation="eager")
 
 
 def test_tree_and_sizes(model):
@@ -73,14 +60,12 @@ def test_no_image_and_no_processor(model, monkeypatch):
 FeaturesReturned = features_returned(Vision)
 
 
-@pytest.mark.parametrize(
-    ("check", "envoys", "message"),
-    [
+class TestVipllava(VisionFamilyTests):
+    checkpoint = "vipllava"
+    family = vipllava.FAMILY
+    breaks = (
         ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
         # LLaVA's reading, unflattened: one image's features where the check counts rows per token
         ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
-    ],
-)
-def test_check_fails_on_a_broken_family(model, check, envoys, message):
-    assert_breaks(check, model, broken(envoys), message)
+    )

@@ -20,7 +20,7 @@ from nnterp.family import Family
 from .components import VisionAttention, no_images
 from .components.qwen import QwenVisionAttention
 from .layouts import ImageFeatures
-from .reasons import NO_IMAGE
+from .reasons import NO_IMAGE, NO_PROCESSOR
 
 
 class WrongContribution(VisionAttention):
@@ -59,9 +59,9 @@ def features_at(tower: type, path: str, why: str, rows: Callable[[torch.Tensor],
     def image_features(self: Any, value: torch.Tensor) -> ImageFeatures:
         return value.flatten(0, 1) if rows is None else rows(value)
 
-    read = EProperty(path, why, no_images)(image_features)
+    moved = EProperty(path, why, no_images)(image_features)
     name = tower.__name__ + "FeaturesAt" + "".join(part.title() for part in re.split(r"\W+", path))
-    return type(name, (tower,), {"image_features": read, "__doc__": f"image_features read at {why}."})
+    return type(name, (tower,), {"image_features": moved, "__doc__": f"image_features read at {why}."})
 
 
 def features_returned(tower: type) -> type:
@@ -87,7 +87,8 @@ class VisionFamilyTests:
 
     What the kit proves on every registered checkpoint (each check passing, on fixed prompts and drawn cases, and the
     family's declared ``skips``) is not run again here. Where a family's text-only trace shows more, the subclass
-    extends ``test_no_image_makes_image_values_unavailable`` and calls ``super()``.
+    extends ``test_no_image_makes_image_values_unavailable`` and calls ``super()``; a file's own tests outside the class
+    build their variants with ``TestLlava.broken({...})`` (and get the class's ``model`` from the tests' conftest).
     """
 
     #: the registered tiny checkpoint the tests load
@@ -178,6 +179,19 @@ ANYRES_TOKENS = ANYRES_BASE + ANYRES_ROWS * (ANYRES_COLUMNS + 1)
 MERGED_PATCHES, MERGED_TOKENS = 24, 6
 #: the second image of a packed pair: 24 high, 16 wide, so 6 x 4 patches of the tiny Pixtral tower's 4 pixels
 SMALL_PATCHES = 24
+
+
+def assert_no_processor(model: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With its processor taken away, ``model`` is a text-only load: the tower's values, each block's too, say no image
+    reaches the model, and the check reading them skips."""
+    from nnterp_conformance.checks import verdict
+    from nnterp_conformance.runner import PROMPTS
+
+    monkeypatch.setattr(model, "processor", None)
+    support = model.vision.support()
+    blocks = dict.fromkeys(range(model.vision.num_layers), NO_PROCESSOR)
+    assert support["image_features"] == NO_PROCESSOR and support["layer_output"] == blocks
+    assert verdict("image_features_reach_the_text", model, PROMPTS).status == "skip"
 
 
 def assert_tree(model: Any, vision: type, at: str, projector: type | None, projector_at: str) -> None:
@@ -276,9 +290,9 @@ def assert_packed_apart(patches: torch.Tensor, pattern: torch.Tensor, first: int
 def assert_one_packed_row(model: Any, prompt: str, patches: int, tokens: int) -> None:
     """The checks' image is one row of ``patches`` patches of the tiny Pixtral tower, which the patch merger takes squeezed
     and merges into ``tokens`` rows: the scattered features."""
-    found, tower, selected, projected, features, mask = read(
-        model, prompt, "vision.patch_embeddings", "vision.tower_output", "projector.projector_input",
-        "projector.projector_output", "vision.image_features", "vision.image_token_mask",
+    mask, found, tower, selected, projected, features = read(
+        model, prompt, "vision.image_token_mask", "vision.patch_embeddings", "vision.tower_output",
+        "projector.projector_input", "projector.projector_output", "vision.image_features",
     )
     assert found.shape == (1, patches, 64) and tower.shape == (1, patches, 64)
     assert mask.sum() == tokens and projected.shape == (tokens, 64)
