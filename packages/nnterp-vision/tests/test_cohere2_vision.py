@@ -5,8 +5,8 @@ from nnterp import ParallelLayer
 from nnterp_vision.components.pixel_shuffle import PixelShuffleProjector
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.families import cohere2_vision
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import features_at, features_returned, read, shuffled_squares, unembedded
+from nnterp_vision.testing import tower_breaks, transposed_squares, VisionFamilyTests
+from nnterp_vision.testing import read, shuffled_squares, unembedded
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 PROMPT = "<|IMG_PATCH|>Hello world"
@@ -56,22 +56,7 @@ def test_logits_are_not_scaled(model):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-FeaturesTransposed = features_at(
-    SiglipVision, "/projector.output",
-    "the projector's output with each crop's token grid transposed: the right rows, the wrong order",
-    rows=lambda value: value.transpose(1, 2).flatten(0, -2),
-)
-
-
-FeaturesReturned = features_returned(SiglipVision)
-
-
 class TestCohere2Vision(VisionFamilyTests):
     checkpoint = "cohere2_vision"
     family = cohere2_vision.FAMILY
-    breaks = (
-        ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),
-        ("vision_pattern_is_softmax_of_scores", {SiglipAttention: PatternAtScores}, "against attention_probabilities: off by"),
-        ("image_features_reach_the_text", {SiglipVisionModel: FeaturesTransposed}, "against image_features: off by"),
-        ("written_image_values_move_downstream", {SiglipVisionModel: FeaturesReturned}, "left the logits unchanged"),
-    )
+    breaks = tower_breaks(SiglipAttention, SiglipVisionModel, transposed_squares(SiglipVision), "against image_features: off by", returned=SiglipVision)

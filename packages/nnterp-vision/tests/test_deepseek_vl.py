@@ -3,7 +3,7 @@
 import torch
 from nnterp_vision.components import Vision
 from nnterp_vision.families import deepseek_vl
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution
+from nnterp_vision.testing import tower_breaks, VisionFamilyTests
 from nnterp_vision.testing import assert_tiny_vit, features_at, mixed_invoke, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
@@ -50,8 +50,4 @@ FeaturesBeforeActivation = features_at(
 class TestDeepseekVl(VisionFamilyTests):
     checkpoint = "deepseek_vl"
     family = deepseek_vl.FAMILY
-    breaks = (
-        ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),
-        ("vision_pattern_is_softmax_of_scores", {SiglipAttention: PatternAtScores}, "against attention_probabilities: off by"),
-        ("image_features_reach_the_text", {SiglipVisionModel: FeaturesBeforeActivation}, "against image_features: off by"),
-    )
+    breaks = tower_breaks(SiglipAttention, SiglipVisionModel, FeaturesBeforeActivation, "against image_features: off by")

@@ -4,7 +4,7 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.janus import JanusVision
 from nnterp_vision.families import janus
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, features_at, mixed_invoke, read
+from nnterp_vision.testing import tower_breaks, VisionFamilyTests, features_at, mixed_invoke, read
 from transformers.models.janus.modeling_janus import JanusVisionAttention, JanusVisionModel
 
 PROMPT = "<image>Hello world"
@@ -62,8 +62,4 @@ FeaturesBeforeActivation = features_at(
 class TestJanus(VisionFamilyTests):
     checkpoint = "janus"
     family = janus.FAMILY
-    breaks = (
-        ("vision_contribution", {JanusVisionAttention: WrongContribution}, "against layer_output: off by"),
-        ("vision_pattern_is_softmax_of_scores", {JanusVisionAttention: PatternAtScores}, "against attention_probabilities: off by"),
-        ("image_features_reach_the_text", {JanusVisionModel: FeaturesBeforeActivation}, "against image_features: off by"),
-    )
+    breaks = tower_breaks(JanusVisionAttention, JanusVisionModel, FeaturesBeforeActivation, "against image_features: off by")

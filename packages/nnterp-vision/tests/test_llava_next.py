@@ -2,8 +2,8 @@
 
 from nnterp_vision.components import Vision
 from nnterp_vision.families import llava_next
-from nnterp_vision.testing import ANYRES_CROPS, ANYRES_TOKENS, PatternAtScores, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, assert_tiny_vit, features_at, features_returned, read
+from nnterp_vision.testing import ANYRES_MISREAD, tower_breaks, unpacked_features, ANYRES_CROPS, ANYRES_TOKENS, VisionFamilyTests
+from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, assert_tiny_vit, read
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"
@@ -33,20 +33,7 @@ def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-FeaturesAtProjector = features_at(
-    Vision, "/projector.output", "the projector's output, every crop's rows: LLaVA's reading, before NeXT's packing",
-)
-
-
-FeaturesReturned = features_returned(Vision)
-
-
 class TestLlavaNext(VisionFamilyTests):
     checkpoint = "llava_next"
     family = llava_next.FAMILY
-    breaks = (
-        ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
-        ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
-        ("image_features_reach_the_text", {CLIPVisionModel: FeaturesAtProjector}, f"{ANYRES_TOKENS} image tokens against {ANYRES_CROPS * 16} rows"),
-        ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
-    )
+    breaks = tower_breaks(CLIPAttention, CLIPVisionModel, unpacked_features(Vision), ANYRES_MISREAD, returned=Vision)

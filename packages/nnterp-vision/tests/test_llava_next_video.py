@@ -5,8 +5,8 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
 from nnterp_vision.families import llava_next_video
-from nnterp_vision.testing import ANYRES_CROPS, ANYRES_TOKENS, PatternAtScores, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, assert_tiny_vit, features_at, features_returned, read
+from nnterp_vision.testing import ANYRES_MISREAD, tower_breaks, unpacked_features, ANYRES_CROPS, ANYRES_TOKENS, VisionFamilyTests
+from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, assert_tiny_vit, read
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"
@@ -49,20 +49,7 @@ def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-FeaturesAtProjector = features_at(
-    Vision, "/projector.output", "the projector's output, every crop's rows: LLaVA's reading, before NeXT's packing",
-)
-
-
-FeaturesReturned = features_returned(Vision)
-
-
 class TestLlavaNextVideo(VisionFamilyTests):
     checkpoint = "llava_next_video"
     family = llava_next_video.FAMILY
-    breaks = (
-        ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
-        ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
-        ("image_features_reach_the_text", {CLIPVisionModel: FeaturesAtProjector}, f"{ANYRES_TOKENS} image tokens against {ANYRES_CROPS * 16} rows"),
-        ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
-    )
+    breaks = tower_breaks(CLIPAttention, CLIPVisionModel, unpacked_features(Vision), ANYRES_MISREAD, returned=Vision)

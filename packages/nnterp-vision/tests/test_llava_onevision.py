@@ -4,8 +4,8 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
 from nnterp_vision.families import llava_onevision
-from nnterp_vision.testing import ANYRES_BASE, ANYRES_CROPS, ANYRES_TOKENS, PatternAtScores, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import assert_anyres_packed, assert_tiny_vit, features_at, features_returned, read
+from nnterp_vision.testing import ANYRES_MISREAD, tower_breaks, unpacked_features, ANYRES_BASE, ANYRES_CROPS, ANYRES_TOKENS, VisionFamilyTests
+from nnterp_vision.testing import assert_anyres_packed, assert_tiny_vit, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 PROMPT = "<image>Hello world"
@@ -45,20 +45,7 @@ def test_several_images_in_a_prompt_are_a_base_crop_each(model):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-FeaturesAtProjector = features_at(
-    Vision, "/projector.output", "the projector's output, every crop's rows: LLaVA's reading, before the packing",
-)
-
-
-FeaturesReturned = features_returned(Vision)
-
-
 class TestLlavaOnevision(VisionFamilyTests):
     checkpoint = "llava_onevision"
     family = llava_onevision.FAMILY
-    breaks = (
-        ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),
-        ("vision_pattern_is_softmax_of_scores", {SiglipAttention: PatternAtScores}, "against attention_probabilities: off by"),
-        ("image_features_reach_the_text", {SiglipVisionModel: FeaturesAtProjector}, f"{ANYRES_TOKENS} image tokens against {ANYRES_CROPS * 16} rows"),
-        ("written_image_values_move_downstream", {SiglipVisionModel: FeaturesReturned}, "left the logits unchanged"),
-    )
+    breaks = tower_breaks(SiglipAttention, SiglipVisionModel, unpacked_features(Vision), ANYRES_MISREAD, returned=Vision)

@@ -65,8 +65,6 @@ def test_fused_load_says_why_the_pattern_is_missing(tiny_model):
 
 
 def test_a_load_without_dispatch_is_dispatched_by_the_family():
-    from nnterp import StandardizedTransformer
-    from nnterp_conformance.checkpoints import tiny_checkpoint
 
     model = StandardizedTransformer(tiny_checkpoint("perception_lm"), attn_implementation="eager")
     assert model.dispatched and next(model._module.parameters()).device.type == "cpu"

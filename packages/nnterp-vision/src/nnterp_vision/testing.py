@@ -73,6 +73,25 @@ def features_returned(tower: type) -> type:
     return type(f"{tower.__name__}FeaturesReturned", (tower,), {"image_features": moved, "__doc__": features_returned.__doc__})
 
 
+def tower_breaks(attention: type, tower: type, misread: type, message: str, returned: type | None = None) -> tuple[tuple[str, dict, str], ...]:
+    """The breaks a tower's family is shown failing on, as ``VisionFamilyTests.breaks`` rows.
+
+    The attention module type ``attention`` keyed to a wrong contribution and
+    to a pattern read at the scores; the tower module type ``tower`` keyed to
+    ``misread`` (its image features read elsewhere: the check fails with
+    ``message``) and, given ``returned`` (the tower's component), to the
+    features the model returns, which a write cannot move.
+    """
+    rows = [
+        ("vision_contribution", {attention: WrongContribution}, "against layer_output: off by"),
+        ("vision_pattern_is_softmax_of_scores", {attention: PatternAtScores}, "against attention_probabilities: off by"),
+        ("image_features_reach_the_text", {tower: misread}, message),
+    ]
+    if returned is not None:
+        rows.append(("written_image_values_move_downstream", {tower: features_returned(returned)}, "left the logits unchanged"))
+    return tuple(rows)
+
+
 class VisionFamilyTests:
     """The tests every vision family's own test file runs: a text-only trace refuses the image values, and each kit check
     it lists fails on the family broken where that check looks.
@@ -174,6 +193,21 @@ ANYRES_CROPS = 5
 #: its image tokens: the base crop's 16, then the 8 x 8 tile grid unpadded to 6 rows of 8, each row closed by a newline
 ANYRES_BASE, ANYRES_ROWS, ANYRES_COLUMNS = 16, 6, 8
 ANYRES_TOKENS = ANYRES_BASE + ANYRES_ROWS * (ANYRES_COLUMNS + 1)
+#: what the image-features check says when an any-resolution family's features are read before the packing
+ANYRES_MISREAD = f"{ANYRES_TOKENS} image tokens against {ANYRES_CROPS * 16} rows"
+
+
+def unpacked_features(tower: type) -> type:
+    """``tower`` with ``image_features`` read at the projector's output, every crop's rows: LLaVA's reading, before an any-resolution packing."""
+    return features_at(tower, "/projector.output", "the projector's output, every crop's rows: LLaVA's reading, before the packing")
+
+
+def transposed_squares(tower: type) -> type:
+    """``tower`` with ``image_features`` read at the projector's output with each crop's token grid transposed: the right rows, the wrong order."""
+    return features_at(
+        tower, "/projector.output", "the projector's output with each crop's token grid transposed: the right rows, the wrong order",
+        rows=lambda value: value.transpose(1, 2).flatten(0, -2),
+    )
 #: the checks' 40 x 48 image, resized to 32 x 48 by a Qwen-style processor: a 4 x 6 grid of 8-pixel patches, 2 x 3 merge
 #: blocks of 2 x 2, one image token each
 MERGED_PATCHES, MERGED_TOKENS = 24, 6
