@@ -1,17 +1,28 @@
-"""Aya Vision: a SigLIP tower over tiles, a pixel-shuffle projector, and a Cohere2 text model whose logits are not scaled."""
+"""Aya Vision and Command A Vision: a SigLIP tower over tiles, a pixel-shuffle projector and a Cohere2 text model whose
+logits are not scaled. Command A Vision shuffles the tower's normed output and has no projector norm."""
 
+import pytest
 import torch
 from nnterp import ParallelLayer
 from nnterp_vision.components.pixel_shuffle import PixelShuffleProjector
 from nnterp_vision.components.siglip import SiglipVision
-from nnterp_vision.families import aya_vision
-from nnterp_vision.testing import tower_breaks, transposed_squares, VisionFamilyTests
-from nnterp_vision.testing import read, shuffled_squares, unembedded
+from nnterp_vision.families import aya_vision, cohere2_vision
+from nnterp_vision.testing import VisionFamilyTests, read, shuffled_squares, tower_breaks, transposed_squares, unembedded
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
-PROMPT = "<image>Hello world"
+#: each checkpoint's image placeholder
+PROMPTS = {"aya_vision": "<image>Hello world", "cohere2_vision": "<|IMG_PATCH|>Hello world"}
 #: the checks' 40 x 48 image: 2 x 2 tiles of 16 x 16 and the thumbnail, each 4 x 4 patches shuffled into 2 x 2 image tokens
 CROPS, TOKENS_PER_CROP = 5, 4
+
+
+@pytest.fixture(scope="module", params=list(PROMPTS))
+def model(tiny_model, request):
+    return tiny_model(request.param)
+
+
+def is_aya(model):
+    return model.family.name == "aya_vision"
 
 
 def test_tree_and_sizes(model):
@@ -27,36 +38,49 @@ def test_tree_and_sizes(model):
 
 def test_tiles_are_shuffled_into_the_image_tokens(model):
     mask, patches, last, tower, selected, projected, features = read(
-        model, PROMPT, "vision.image_token_mask", "vision.patch_embeddings", "vision.layers.-1.layer_output",
+        model, PROMPTS[model.family.name], "vision.image_token_mask", "vision.patch_embeddings", "vision.layers.-1.layer_output",
         "vision.tower_output", "projector.projector_input", "projector.projector_output", "vision.image_features",
     )
-    # the tower runs on every tile and the thumbnail; the projector takes the last block's stream, before post_layernorm
-    assert patches.shape == (CROPS, 16, 64) and torch.equal(selected, last) and not torch.equal(selected, tower)
+    # the tower runs on every tile and the thumbnail; Aya's projector takes the last block's stream, before
+    # post_layernorm, Command A Vision's the normed output
+    assert patches.shape == (CROPS, 16, 64)
+    if is_aya(model):
+        assert torch.equal(selected, last) and not torch.equal(selected, tower)
+    else:
+        assert torch.equal(selected, tower)
     # each 2 x 2 square of patches is one image token: the features are the projection's rows, crop after crop
     assert projected.shape == (CROPS, 2, 2, 64) and mask.sum() == CROPS * TOKENS_PER_CROP
     assert torch.equal(projected.flatten(0, 2), features)
 
 
 def test_the_shuffle_folds_each_square_of_patches(model):
-    selected, projected = read(model, PROMPT, "projector.projector_input", "projector.projector_output")
+    selected, projected = read(model, PROMPTS[model.family.name], "projector.projector_input", "projector.projector_output")
     module = model.projector._module  # read after the trace: a lazy load's weights are made real at its first trace
-    squares = shuffled_squares(selected)  # Aya's channel order
+    squares = shuffled_squares(selected)  # Aya's channel order; Command A Vision has no norm before the SwiGLU
     with torch.no_grad():
-        x, gate = module.linear_1(module.layernorm(squares)).chunk(2, dim=-1)
+        x, gate = module.linear_1(module.layernorm(squares) if is_aya(model) else squares).chunk(2, dim=-1)
         expected = module.linear_2(module.act(gate) * x)
     torch.testing.assert_close(projected, expected)
 
 
 def test_logits_are_not_scaled(model):
-    # Cohere2's own causal LM multiplies by logit_scale; Aya Vision's lm_head does not
+    # Cohere2's own causal LM multiplies by logit_scale; neither wrapper's lm_head does
     assert model.text_config.logit_scale == 0.3
     torch.testing.assert_close(*unembedded(model))
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
+BREAKS = tower_breaks(SiglipAttention, SiglipVisionModel, transposed_squares(SiglipVision), "against image_features: off by", returned=SiglipVision)
+
 
 class TestAyaVision(VisionFamilyTests):
     checkpoint = "aya_vision"
     family = aya_vision.FAMILY
-    breaks = tower_breaks(SiglipAttention, SiglipVisionModel, transposed_squares(SiglipVision), "against image_features: off by", returned=SiglipVision)
+    breaks = BREAKS
+
+
+class TestCohere2Vision(VisionFamilyTests):
+    checkpoint = "cohere2_vision"
+    family = cohere2_vision.FAMILY
+    breaks = BREAKS
