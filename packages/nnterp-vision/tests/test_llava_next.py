@@ -1,12 +1,22 @@
-"""LLaVA-NeXT: LLaVA's tower over anyres crops, and the image features as the text model receives them, unpadded with newline rows."""
+"""LLaVA-NeXT and LLaVA-NeXT-Video: LLaVA's tower over anyres crops, and the image features as the text model receives them,
+unpadded with newline rows; NeXT-Video adds a video token and processor beside."""
 
+import numpy as np
+import pytest
+import torch
+from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
-from nnterp_vision.families import llava_next
-from nnterp_vision.testing import ANYRES_MISREAD, tower_breaks, unpacked_features, ANYRES_CROPS, ANYRES_TOKENS, VisionFamilyTests
+from nnterp_vision.families import llava_next, llava_next_video
+from nnterp_vision.testing import ANYRES_CROPS, ANYRES_MISREAD, ANYRES_TOKENS, VisionFamilyTests, tower_breaks, unpacked_features
 from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, assert_tiny_vit, read
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"
+
+
+@pytest.fixture(scope="module", params=["llava_next", "llava_next_video"])
+def model(tiny_model, request):
+    return tiny_model(request.param)
 
 
 def test_tree_and_sizes(model):
@@ -26,6 +36,20 @@ def test_image_features_are_the_packed_projection(model):
     assert_anyres_packed(model, features, projected)
 
 
+def test_a_video_beside_the_image_leaves_the_image_features_alone(tiny_model):
+    model = tiny_model("llava_next_video")
+    video = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3), dtype=np.uint8)  # two frames of 32 x 32
+    with torch.no_grad(), model.trace("<image>Hello<video> world", images=[image()], videos=[video]):
+        ids = model.inputs[1]["input_ids"].save()
+        mask = model.vision.image_token_mask.save()
+        features = model.vision.image_features.save()
+        stream = model.layers[0].layer_input.save()
+    # each frame's 4 x 4 patches pooled 2 x 2: 4 video tokens a frame, scattered second and not image tokens
+    video_tokens = ids == model._module.config.video_token_id
+    assert video_tokens.sum() == 8 and not (mask & video_tokens).any()
+    assert mask.sum() == ANYRES_TOKENS and torch.equal(stream[mask], features)
+
+
 def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
     assert_no_processor(model, monkeypatch)
 
@@ -33,7 +57,16 @@ def test_no_processor_makes_image_values_unavailable(model, monkeypatch):
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
+BREAKS = tower_breaks(CLIPAttention, CLIPVisionModel, unpacked_features(Vision), ANYRES_MISREAD, returned=Vision)
+
+
 class TestLlavaNext(VisionFamilyTests):
     checkpoint = "llava_next"
     family = llava_next.FAMILY
-    breaks = tower_breaks(CLIPAttention, CLIPVisionModel, unpacked_features(Vision), ANYRES_MISREAD, returned=Vision)
+    breaks = BREAKS
+
+
+class TestLlavaNextVideo(VisionFamilyTests):
+    checkpoint = "llava_next_video"
+    family = llava_next_video.FAMILY
+    breaks = BREAKS
