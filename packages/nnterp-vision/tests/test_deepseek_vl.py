@@ -3,8 +3,8 @@
 import torch
 from nnterp_vision.components import Vision
 from nnterp_vision.families import deepseek_vl
-from nnterp_vision.testing import tower_breaks, VisionFamilyTests
-from nnterp_vision.testing import assert_tiny_vit, features_at, mixed_invoke, read
+from nnterp_vision.testing import aligner_misread, assert_mixed_invoke_scatters, tower_breaks, VisionFamilyTests
+from nnterp_vision.testing import assert_tiny_vit, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 PROMPT = "<image>Hello world"
@@ -35,16 +35,13 @@ def test_image_features_are_the_aligned_tower_output(model):
 
 
 def test_one_invoke_mixes_prompts_with_and_without_images(model):
-    mask, features, stream = mixed_invoke(model, "vision.image_token_mask", "vision.image_features", "layers.0.layer_input")
-    assert mask[0].sum() == 32 and not mask[1].any() and torch.equal(stream[mask], features)
+    assert_mixed_invoke_scatters(model, 32)
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-FeaturesBeforeActivation = features_at(
-    Vision, "/projector.linear1.output", "the aligner's first linear layer, before its activation and second layer",
-)
+FeaturesBeforeActivation = aligner_misread(Vision, "linear1")
 
 
 class TestDeepseekVl(VisionFamilyTests):

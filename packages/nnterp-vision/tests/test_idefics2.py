@@ -7,8 +7,8 @@ from nnterp_vision.components import Vision
 from nnterp_vision.components.idefics2 import PerceiverConnector
 from nnterp_vision.components.idefics3 import MergerScatter
 from nnterp_vision.families import idefics2
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import assert_tiny_vit, features_at, mixed_invoke, read
+from nnterp_vision.testing import assert_mixed_invoke_scatters, PatternAtScores, VisionFamilyTests, WrongContribution
+from nnterp_vision.testing import assert_tiny_vit, features_at, read
 from transformers.models.idefics2.modeling_idefics2 import Idefics2VisionAttention, Idefics2VisionTransformer
 
 PROMPT = "<image>Hello world"
@@ -44,8 +44,7 @@ def test_image_tokens_sit_between_fake_tokens(model):
 
 
 def test_one_invoke_mixes_prompts_with_and_without_images(model):
-    mask, features, stream = mixed_invoke(model, "vision.image_token_mask", "vision.image_features", "layers.0.layer_input")
-    assert mask[0].sum() == 8 and not mask[1].any() and torch.equal(stream[mask], features)
+    assert_mixed_invoke_scatters(model, 8)
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------

@@ -4,7 +4,7 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.janus import JanusVision
 from nnterp_vision.families import janus
-from nnterp_vision.testing import tower_breaks, VisionFamilyTests, features_at, mixed_invoke, read
+from nnterp_vision.testing import aligner_misread, assert_mixed_invoke_scatters, tower_breaks, VisionFamilyTests, read
 from transformers.models.janus.modeling_janus import JanusVisionAttention, JanusVisionModel
 
 PROMPT = "<image>Hello world"
@@ -47,16 +47,13 @@ def test_image_tokens_sit_between_begin_and_end(model):
 
 
 def test_one_invoke_mixes_prompts_with_and_without_images(model):
-    mask, features, stream = mixed_invoke(model, "vision.image_token_mask", "vision.image_features", "layers.0.layer_input")
-    assert mask[0].sum() == 32 and not mask[1].any() and torch.equal(stream[mask], features)
+    assert_mixed_invoke_scatters(model, 32)
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------
 
 
-FeaturesBeforeActivation = features_at(
-    JanusVision, "/projector.fc1.output", "the aligner's first linear layer, before its activation and second layer",
-)
+FeaturesBeforeActivation = aligner_misread(JanusVision, "fc1")
 
 
 class TestJanus(VisionFamilyTests):

@@ -4,8 +4,8 @@ import torch
 from nnsight.intervention.envoy import Envoy
 from nnterp_vision.components import Vision, VisionLayer
 from nnterp_vision.families import video_llava
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, assert_tiny_vit, features_at
-from nnterp_vision.testing import mixed_invoke, read
+from nnterp_vision.testing import assert_mixed_invoke_scatters, PatternAtScores, VisionFamilyTests, WrongContribution, assert_tiny_vit, features_at
+from nnterp_vision.testing import read
 
 PROMPT = "<image>Hello world"
 
@@ -32,8 +32,7 @@ def test_image_features_are_the_projection_of_layer_minus_two(model):
 
 
 def test_one_invoke_mixes_prompts_with_and_without_images(model):
-    mask, features, stream = mixed_invoke(model, "vision.image_token_mask", "vision.image_features", "layers.0.layer_input")
-    assert mask[0].sum() == 32 and not mask[1].any() and torch.equal(stream[mask], features)
+    assert_mixed_invoke_scatters(model, 32)
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------

@@ -262,6 +262,18 @@ def mixed_invoke(model: Any, *paths: str) -> list[torch.Tensor]:
     return read(model, list(MIXED), *paths, images=[[image(1), image(2)], []])
 
 
+def assert_mixed_invoke_scatters(model: Any, image_tokens: int) -> None:
+    """In one invoke of the ``MIXED`` prompts, the first (two images) has ``image_tokens`` image tokens, the second
+    (text alone) none, and the stream entering the text model holds the image features at exactly those tokens."""
+    mask, features, stream = mixed_invoke(model, "vision.image_token_mask", "vision.image_features", "layers.0.layer_input")
+    assert mask[0].sum() == image_tokens and not mask[1].any() and torch.equal(stream[mask], features)
+
+
+def aligner_misread(tower: type, first_linear: str) -> type:
+    """``tower`` with ``image_features`` read at the aligner's first linear layer (``first_linear``), before its activation and second layer."""
+    return features_at(tower, f"/projector.{first_linear}.output", "the aligner's first linear layer, before its activation and second layer")
+
+
 def assert_anyres_packed(model: Any, features: torch.Tensor, projected: torch.Tensor) -> None:
     """``features`` are ``projected`` (the base crop's rows, then the 2 x 2 tiles') packed as LLaVA-NeXT packs the checks'
     image: the base crop, then the tile grid's rows unpadded (one padded row cropped off the top), each closed by the
