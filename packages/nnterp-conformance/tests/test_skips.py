@@ -1,0 +1,45 @@
+"""The kit holds a registered checkpoint's skips to its family's declaration: undeclared, passing or re-reasoned skips fail."""
+
+import dataclasses
+
+import pytest
+from _pytest.outcomes import Skipped
+from nnterp import registry
+from nnterp_conformance.suite import BaseConformance
+
+
+@pytest.fixture
+def declaring(monkeypatch):
+    """Make the family of ``checkpoint`` declare ``skips`` for it instead of what it declares."""
+
+    def declare(checkpoint, skips):
+        found = registry.family_named
+        family = found(registry.checkpoint_family(checkpoint))
+        changed = dataclasses.replace(family, skips={**family.skips, checkpoint: skips})
+        monkeypatch.setattr(registry, "family_named", lambda name: changed if name == family.name else found(name))
+
+    return declare
+
+
+def test_a_declared_skip_skips(tiny_model, nnterp_profile):
+    # openai-gpt is post-LN: the family declares that its contributions do not exist, and the check skips for that
+    with pytest.raises(Skipped, match="post-LN"):
+        BaseConformance().test_check(tiny_model("openai-gpt"), "openai-gpt", "contribution", nnterp_profile)
+
+
+def test_a_skip_the_family_does_not_declare_fails(tiny_model, nnterp_profile, declaring):
+    declaring("openai-gpt", {})
+    with pytest.raises(AssertionError, match="contribution skipped .* and its family declares no such skip"):
+        BaseConformance().test_check(tiny_model("openai-gpt"), "openai-gpt", "contribution", nnterp_profile)
+
+
+def test_a_skip_for_another_reason_fails(tiny_model, nnterp_profile, declaring):
+    declaring("openai-gpt", {"contribution": "a parallel block"})
+    with pytest.raises(AssertionError, match="its family says for 'a parallel block'"):
+        BaseConformance().test_check(tiny_model("openai-gpt"), "openai-gpt", "contribution", nnterp_profile)
+
+
+def test_a_declared_skip_that_passes_fails(tiny_model, nnterp_profile, declaring):
+    declaring("llama", {"contribution": "a post-LN block"})
+    with pytest.raises(AssertionError, match="contribution passes, yet its family declares it skips"):
+        BaseConformance().test_check(tiny_model("llama"), "llama", "contribution", nnterp_profile)
