@@ -1,7 +1,6 @@
 """Aya Vision and Command A Vision: a SigLIP tower over tiles, a pixel-shuffle projector and a Cohere2 text model whose
 logits are not scaled. Command A Vision shuffles the tower's normed output and has no projector norm."""
 
-import pytest
 import torch
 from nnterp import ParallelLayer
 from nnterp_vision.components.pixel_shuffle import PixelShuffleProjector
@@ -14,11 +13,6 @@ from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVi
 PROMPTS = {"aya_vision": "<image>Hello world", "cohere2_vision": "<|IMG_PATCH|>Hello world"}
 #: the checks' 40 x 48 image: 2 x 2 tiles of 16 x 16 and the thumbnail, each 4 x 4 patches shuffled into 2 x 2 image tokens
 CROPS, TOKENS_PER_CROP = 5, 4
-
-
-@pytest.fixture(scope="module", params=list(PROMPTS))
-def model(tiny_model, request):
-    return tiny_model(request.param)
 
 
 def is_aya(model):

@@ -16,11 +16,6 @@ PATCHES, TOKENS = MERGED_PATCHES, MERGED_TOKENS
 CHECKPOINTS = {"glm46v": (glm46v.FAMILY, Glm4vVisionAttention), "glm46v_moe": (glm46v_moe.FAMILY, Glm4vMoeVisionAttention)}
 
 
-@pytest.fixture(scope="module", params=list(CHECKPOINTS))
-def model(tiny_model, request):
-    return tiny_model(request.param)
-
-
 def name(model):
     return "glm46v_moe" if model.family is glm46v_moe.FAMILY else "glm46v"
 

@@ -17,14 +17,9 @@ FAMILIES = {"idefics3": (idefics3.FAMILY, Idefics3VisionTransformer, MergerScatt
 PATCHES, TOKENS = 16, 4
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
-def name(request):
-    return request.param
-
-
 @pytest.fixture(scope="module")
-def model(tiny_model, name):
-    return tiny_model(name)
+def name(model):
+    return model.family.name
 
 
 def test_tree_and_sizes(model, name):

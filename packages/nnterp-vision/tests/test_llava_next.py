@@ -2,7 +2,6 @@
 unpadded with newline rows; NeXT-Video adds a video token and processor beside."""
 
 import numpy as np
-import pytest
 import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
@@ -12,11 +11,6 @@ from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, ass
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"
-
-
-@pytest.fixture(scope="module", params=["llava_next", "llava_next_video"])
-def model(tiny_model, request):
-    return tiny_model(request.param)
 
 
 def test_tree_and_sizes(model):

@@ -1,6 +1,5 @@
 """Qwen3.5 (and its mixture): Qwen3-VL's tower without DeepStack over a gated DeltaNet text model: the image's tokens enter the recurrent state."""
 
-import pytest
 import torch
 from nnterp_conformance.checks import verdict
 from nnterp_conformance.checks.vision import image
@@ -14,11 +13,6 @@ from transformers.models.qwen3_5_moe.modeling_qwen3_5_moe import Qwen3_5MoeVisio
 
 PROMPT = "<|image_pad|>Hello world"
 PATCHES, TOKENS = MERGED_PATCHES, MERGED_TOKENS
-
-
-@pytest.fixture(scope="module", params=["qwen3_5", "qwen3_5_moe"])
-def model(tiny_model, request):
-    return tiny_model(request.param)
 
 
 def test_tree_has_no_deepstack_and_recurrent_text_blocks(model):

@@ -107,7 +107,8 @@ class VisionFamilyTests:
     What the kit proves on every registered checkpoint (each check passing, on fixed prompts and drawn cases, and the
     family's declared ``skips``) is not run again here. Where a family's text-only trace shows more, the subclass
     extends ``test_no_image_makes_image_values_unavailable`` and calls ``super()``; a file's own tests outside the class
-    build their variants with ``TestLlava.broken({...})`` (and get the class's ``model`` from the tests' conftest).
+    build their variants with ``TestLlava.broken({...})``; the tests' conftest runs them on each checkpoint the file's
+    subclasses name, so one file tests a family and its siblings over one set of functions.
     """
 
     #: the registered tiny checkpoint the tests load
@@ -121,9 +122,10 @@ class VisionFamilyTests:
     no_image_values: ClassVar[tuple[str, ...]] = ("vision.image_features",)
 
     @pytest.fixture(scope="class")
-    def model(self, tiny_model: Any) -> Any:
+    @classmethod
+    def model(cls, tiny_model: Any) -> Any:
         """The checkpoint as registered, loaded once a session (the plugin's ``tiny_model`` caches it)."""
-        return tiny_model(self.checkpoint)
+        return tiny_model(cls.checkpoint)
 
     @classmethod
     def broken(cls, envoys: dict) -> Any:
