@@ -4,7 +4,6 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_text.families.aria_text import AriaMoe
 from nnterp_vision.components import Projector, Vision
-from nnterp_vision.families import aria
 from nnterp_vision.testing import VisionFamilyTests, WrongContribution
 from nnterp_vision.tiny.aria import QUERIES
 from transformers.models.idefics3.modeling_idefics3 import Idefics3VisionAttention
@@ -36,7 +35,6 @@ def test_every_image_is_the_same_count_of_queries(model):
 
 class TestAria(VisionFamilyTests):
     checkpoint = "aria"
-    family = aria.FAMILY
     breaks = (
         ("vision_contribution", {Idefics3VisionAttention: WrongContribution}, "against layer_output: off by"),
     )

@@ -5,7 +5,6 @@ import torch
 from nnterp import ParallelLayer
 from nnterp_vision.components.pixel_shuffle import PixelShuffleProjector
 from nnterp_vision.components.siglip import SiglipVision
-from nnterp_vision.families import aya_vision, cohere2_vision
 from nnterp_vision.testing import VisionFamilyTests, read, shuffled_squares, tower_breaks, transposed_squares, unembedded
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
@@ -70,11 +69,9 @@ BREAKS = tower_breaks(SiglipAttention, SiglipVisionModel, transposed_squares(Sig
 
 class TestAyaVision(VisionFamilyTests):
     checkpoint = "aya_vision"
-    family = aya_vision.FAMILY
     breaks = BREAKS
 
 
 class TestCohere2Vision(VisionFamilyTests):
     checkpoint = "cohere2_vision"
-    family = cohere2_vision.FAMILY
     breaks = BREAKS

@@ -40,7 +40,6 @@ def test_logits_without_the_scale_fail_the_logits_check(model):
 
 class TestCohereCompass(VisionFamilyTests):
     checkpoint = "cohere_compass"
-    family = cohere_compass.FAMILY
     breaks = (
         ("vision_contribution", {CohereCompassVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )

@@ -4,7 +4,6 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import ImageScatter
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
-from nnterp_vision.families import cosmos3_omni
 from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, VisionFamilyTests, assert_tree
 from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionModel
 
@@ -51,7 +50,6 @@ class FeaturesAtDeepStack(Qwen3Vision):
 
 class TestCosmos3Omni(VisionFamilyTests):
     checkpoint = "cosmos3_omni"
-    family = cosmos3_omni.FAMILY
     breaks = (
         ("image_features_reach_the_text", {Qwen3VLVisionModel: FeaturesAtDeepStack}, "against image_features: off by"),
     )

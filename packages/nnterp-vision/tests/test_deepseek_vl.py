@@ -6,7 +6,7 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
 from nnterp_vision.components.janus import JanusVision
-from nnterp_vision.families import deepseek_vl, janus
+from nnterp_vision.families import janus
 from nnterp_vision.testing import VisionFamilyTests, aligner_misread, assert_mixed_invoke_scatters, assert_tiny_vit
 from nnterp_vision.testing import read, tower_breaks
 from transformers.models.janus.modeling_janus import JanusVisionAttention, JanusVisionModel
@@ -81,11 +81,9 @@ def test_one_invoke_mixes_prompts_with_and_without_images(model):
 
 class TestDeepseekVl(VisionFamilyTests):
     checkpoint = "deepseek_vl"
-    family = deepseek_vl.FAMILY
     breaks = tower_breaks(SiglipAttention, SiglipVisionModel, aligner_misread(Vision, "linear1"), "against image_features: off by")
 
 
 class TestJanus(VisionFamilyTests):
     checkpoint = "janus"
-    family = janus.FAMILY
     breaks = tower_breaks(JanusVisionAttention, JanusVisionModel, aligner_misread(JanusVision, "fc1"), "against image_features: off by")

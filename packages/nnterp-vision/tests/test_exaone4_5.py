@@ -4,7 +4,6 @@ import torch
 from nnterp import PostNormAttention
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.qwen import QwenMerger, QwenVision
-from nnterp_vision.families import exaone4_5
 from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests
 from transformers.models.exaone4_5.modeling_exaone4_5 import Exaone4_5_VisionAttention
 
@@ -32,7 +31,6 @@ def test_keys_and_values_have_fewer_heads(model):
 
 class TestExaone45(VisionFamilyTests):
     checkpoint = "exaone4_5"
-    family = exaone4_5.FAMILY
     breaks = (
         ("vision_contribution", {Exaone4_5_VisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )

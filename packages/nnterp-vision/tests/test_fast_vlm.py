@@ -5,7 +5,6 @@ import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.timm import CONV_SIZES, ConvTimmVision
-from nnterp_vision.families import fast_vlm
 from nnterp_vision.testing import VisionFamilyTests, features_at, features_returned, read
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
 
@@ -65,7 +64,6 @@ FeaturesReturned = features_returned(ConvTimmVision)
 
 class TestFastVlm(VisionFamilyTests):
     checkpoint = "fast_vlm"
-    family = fast_vlm.FAMILY
     no_image_values = ("vision.tower_output",)
     breaks = (
         ("image_features_reach_the_text", {TimmWrapperModel: FeaturesBeforeProjection}, "against image_features: off by"),

@@ -49,7 +49,6 @@ FeaturesBeforeNorm = features_at(
 
 class TestGemma3(VisionFamilyTests):
     checkpoint = "gemma3"
-    family = gemma3.FAMILY
     no_image_values = ("vision.tower_output",)
     breaks = (
         ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),

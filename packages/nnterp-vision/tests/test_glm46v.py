@@ -50,7 +50,6 @@ def test_final_norm_and_merger_feed_the_scatter(model):
 
 class TestGlm46v(VisionFamilyTests):
     checkpoint = "glm46v"
-    family = glm46v.FAMILY
     breaks = (
         ("vision_contribution", {Glm4vVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )
@@ -58,7 +57,6 @@ class TestGlm46v(VisionFamilyTests):
 
 class TestGlm46vMoe(VisionFamilyTests):
     checkpoint = "glm46v_moe"
-    family = glm46v_moe.FAMILY
     breaks = (
         ("vision_contribution", {Glm4vMoeVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )

@@ -10,7 +10,7 @@ from nnterp_conformance.checks.base import Case
 from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components.glm4v import Glm4vMerger, Glm4vVision
 from nnterp_vision.components.qwen import QwenVisionAttention
-from nnterp_vision.families import glm4v, glm4v_moe
+from nnterp_vision.families import glm4v_moe
 from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_tree, read
 from transformers.models.glm4v.modeling_glm4v import Glm4vVisionAttention, Glm4vVisionModel
 from transformers.models.glm4v_moe.modeling_glm4v_moe import Glm4vMoeTextMoE, Glm4vMoeVisionAttention
@@ -97,7 +97,6 @@ class FeaturesBeforeMerging(Glm4vVision):
 
 class TestGlm4v(VisionFamilyTests):
     checkpoint = "glm4v"
-    family = glm4v.FAMILY
     breaks = (
         ("vision_contribution", {Glm4vVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
         ("image_features_reach_the_text", {Glm4vVisionModel: FeaturesBeforeMerging}, "against image_features: off by"),
@@ -106,7 +105,6 @@ class TestGlm4v(VisionFamilyTests):
 
 class TestGlm4vMoe(VisionFamilyTests):
     checkpoint = "glm4v_moe"
-    family = glm4v_moe.FAMILY
     breaks = (
         ("vision_contribution", {Glm4vMoeVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
         # the softmax mixture's routing is not this sigmoid router's

@@ -51,7 +51,6 @@ def test_glm4v_tower_misreads_the_mlp_width(model):
 
 class TestGlmOcr(VisionFamilyTests):
     checkpoint = "glm_ocr"
-    family = glm_ocr.FAMILY
     breaks = (
         ("vision_contribution", {GlmOcrVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )

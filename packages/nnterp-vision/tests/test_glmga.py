@@ -36,7 +36,6 @@ def test_merge_blocks_are_image_tokens(model):
 
 class TestGlmga(VisionFamilyTests):
     checkpoint = "glmga"
-    family = glmga.FAMILY
     breaks = (
         ("vision_contribution", {Glm4vVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )

@@ -4,7 +4,6 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.projector import FlatProjector
 from nnterp_vision.components.qwen import QwenVision
-from nnterp_vision.families import hyperclovax_vision_v2
 from nnterp_vision.testing import VisionFamilyTests, read
 from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionTransformerPretrainedModel
 
@@ -39,7 +38,6 @@ def test_a_written_feature_lands_as_written(model):
 
 class TestHyperclovaxVisionV2(VisionFamilyTests):
     checkpoint = "hyperclovax_vision_v2"
-    family = hyperclovax_vision_v2.FAMILY
     breaks = (
         # the tower's features unscaled: what the projector returns, not what the text model receives
         ("image_features_reach_the_text", {Qwen2_5_VisionTransformerPretrainedModel: QwenVision}, "against image_features: off by"),

@@ -6,7 +6,6 @@ from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
 from nnterp_vision.components.idefics2 import PerceiverConnector
 from nnterp_vision.components.idefics3 import MergerScatter
-from nnterp_vision.families import idefics2
 from nnterp_vision.testing import assert_mixed_invoke_scatters, PatternAtScores, VisionFamilyTests, WrongContribution
 from nnterp_vision.testing import assert_tiny_vit, features_at, read
 from transformers.models.idefics2.modeling_idefics2 import Idefics2VisionAttention, Idefics2VisionTransformer
@@ -58,7 +57,6 @@ FeaturesBeforeNorm = features_at(
 
 class TestIdefics2(VisionFamilyTests):
     checkpoint = "idefics2"
-    family = idefics2.FAMILY
     no_image_values = ("projector.projector_output",)
     breaks = (
         ("vision_contribution", {Idefics2VisionAttention: WrongContribution}, "against layer_output: off by"),

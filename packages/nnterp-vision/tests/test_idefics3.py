@@ -61,7 +61,6 @@ class FeaturesReturned(Vision):
 
 class TestIdefics3(VisionFamilyTests):
     checkpoint = "idefics3"
-    family = idefics3.FAMILY
     breaks = (
         ("image_features_reach_the_text", {Idefics3VisionTransformer: FeaturesScaled}, "against image_features: off by"),
         ("written_image_values_move_downstream", {Idefics3VisionTransformer: FeaturesReturned}, "left the logits unchanged"),
@@ -70,7 +69,6 @@ class TestIdefics3(VisionFamilyTests):
 
 class TestSmolvlm(VisionFamilyTests):
     checkpoint = "smolvlm"
-    family = smolvlm.FAMILY
     breaks = (
         ("image_features_reach_the_text", {SmolVLMVisionTransformer: FeaturesScaled}, "against image_features: off by"),
         ("written_image_values_move_downstream", {SmolVLMVisionTransformer: FeaturesReturned}, "left the logits unchanged"),

@@ -5,7 +5,7 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import VisionAttention, VisionMlp
 from nnterp_vision.components.internvl import InternVision, LayerScaledAttention, LayerScaledMlp
-from nnterp_vision.families import internvl, qianfan_ocr
+from nnterp_vision.families import qianfan_ocr
 from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution
 from nnterp_vision.testing import assert_tree, features_at, features_returned, layer_scaled, read, shuffled_squares
 from transformers.models.internvl.modeling_internvl import InternVLVisionAttention, InternVLVisionModel
@@ -83,7 +83,6 @@ FeaturesReturned = features_returned(InternVision)
 
 class TestInternvl(VisionFamilyTests):
     checkpoint = "internvl"
-    family = internvl.FAMILY
     breaks = (
         ("vision_contribution", {InternVLVisionAttention: UnscaledAttention}, "against layer_output: off by"),
         ("vision_contribution", {InternVLVisionAttention: WrongContribution}, "against layer_output: off by"),
@@ -95,7 +94,6 @@ class TestInternvl(VisionFamilyTests):
 
 class TestQianfanOcr(VisionFamilyTests):
     checkpoint = "qianfan_ocr"
-    family = qianfan_ocr.FAMILY
     breaks = (
         # the MLP's contribution read before the block's layer scale
         ("vision_contribution", {QianfanOCRVisionMLP: VisionMlp}, "against layer_output: off by"),

@@ -59,7 +59,6 @@ def test_the_tower_pools_each_merge_kernel_into_one_token(model):
 
 class TestKimiK25(VisionFamilyTests):
     checkpoint = "kimi_k25"
-    family = kimi_k25.FAMILY
     breaks = (
         ("vision_contribution", {Kimi_K25VisionAttention: QwenWrongContribution}, "against layer_output: off by"),
         # MoonViT projects q, k and v apart: Qwen2-VL's names for them (one qkv split) do not exist in its forward

@@ -2,7 +2,6 @@
 
 import torch
 from nnterp_vision.components.pixtral import PatchMergerProjector, PixtralVision
-from nnterp_vision.families import lighton_ocr
 from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, assert_one_packed_row
 from nnterp_vision.testing import assert_packed_apart, assert_tiny_pixtral, features_at, features_returned, packed_pair
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
@@ -50,7 +49,6 @@ FeaturesBeforeMerge = features_at(
 
 class TestLightonOcr(VisionFamilyTests):
     checkpoint = "lighton_ocr"
-    family = lighton_ocr.FAMILY
     no_image_values = ("vision.patch_embeddings",)
     breaks = (
         ("vision_contribution", {PixtralAttention: WrongContribution}, "against layer_output: off by"),

@@ -55,7 +55,6 @@ def test_a_family_without_root_scatter_says_where_to_look():
 
 class TestLlama4(VisionFamilyTests):
     checkpoint = "llama4"
-    family = llama4.FAMILY
     breaks = (
         ("vision_contribution", {Llama4VisionAttention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {Llama4VisionAttention: PatternAtScores}, "against attention_probabilities: off by"),

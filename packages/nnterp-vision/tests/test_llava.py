@@ -111,7 +111,6 @@ def test_a_projector_named_off_the_path_fails_the_projector_check(model):
 
 class TestLlava(VisionFamilyTests):
     checkpoint = "llava"
-    family = llava.FAMILY
     no_image_values = ("vision.image_features", "vision.layers.0.layer_output")
     breaks = (
         ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),

@@ -75,7 +75,6 @@ FeaturesReturned = features_returned(PixtralVision)
 
 class TestLlavaPixtral(VisionFamilyTests):
     checkpoint = "llava_pixtral"
-    family = llava_pixtral.FAMILY
     no_image_values = ("vision.patch_embeddings", "projector.projector_output")
     breaks = (
         ("vision_contribution", {PixtralAttention: WrongContribution}, "against layer_output: off by"),

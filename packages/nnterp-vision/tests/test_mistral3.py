@@ -2,7 +2,6 @@
 
 import torch
 from nnterp_vision.components.pixtral import VARIABLE_RESOLUTION, PixtralVision
-from nnterp_vision.families import mistral3
 from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, assert_one_packed_row
 from nnterp_vision.testing import assert_packed_apart, assert_tiny_pixtral, features_returned, packed_pair
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
@@ -44,7 +43,6 @@ FeaturesReturned = features_returned(PixtralVision)
 
 class TestMistral3(VisionFamilyTests):
     checkpoint = "mistral3"
-    family = mistral3.FAMILY
     no_image_values = ("vision.patch_embeddings",)
     breaks = (
         ("vision_contribution", {PixtralAttention: WrongContribution}, "against layer_output: off by"),

@@ -6,7 +6,6 @@ from nnterp import Unavailable
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.paddleocr_vl import PaddleOcrProjector, PaddleOcrVision
 from nnterp_vision.components.qwen import QwenVisionAttention
-from nnterp_vision.families import paddleocr_vl
 from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, OutProjWrongContribution, VisionFamilyTests
 from nnterp_vision.testing import assert_attention_whole
 from transformers.models.paddleocr_vl.modeling_paddleocr_vl import PaddleOCRVisionAttention, PaddleOCRVisionModel
@@ -62,7 +61,6 @@ class FeaturesBeforeMerging(PaddleOcrVision):
 
 class TestPaddleocrVl(VisionFamilyTests):
     checkpoint = "paddleocr_vl"
-    family = paddleocr_vl.FAMILY
     breaks = (
         ("vision_contribution", {PaddleOCRVisionAttention: OutProjWrongContribution}, "against layer_output: off by"),
         ("image_features_reach_the_text", {PaddleOCRVisionModel: FeaturesBeforeMerging}, "6 image tokens against 24 rows of image_features"),

@@ -2,7 +2,6 @@
 
 import torch
 from nnterp_vision.components.siglip import SiglipVision
-from nnterp_vision.families import paligemma
 from nnterp_vision.testing import VisionFamilyTests, WrongContribution, assert_tiny_vit, features_at, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
@@ -50,7 +49,6 @@ FeaturesBeforeProjection = features_at(
 
 class TestPaligemma(VisionFamilyTests):
     checkpoint = "paligemma"
-    family = paligemma.FAMILY
     breaks = (
         ("vision_contribution", {SiglipAttention: WrongContribution}, "against layer_output: off by"),
         ("image_features_reach_the_text", {SiglipVisionModel: FeaturesBeforeProjection}, "against image_features: off by"),

@@ -5,7 +5,6 @@ import torch
 from nnterp import StandardizedTransformer, Unavailable
 from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_vision.components.timm import FUSED, TIMM_INTERIOR, TimmAttention, TimmVision
-from nnterp_vision.families import perception_lm
 from nnterp_vision.testing import VisionFamilyTests, read
 from timm.layers import AttentionRope
 
@@ -87,7 +86,6 @@ class PatternAtScores(TimmAttention):
 
 class TestPerceptionLm(VisionFamilyTests):
     checkpoint = "perception_lm"
-    family = perception_lm.FAMILY
     no_image_values = ("vision.tower_output",)
     breaks = (
         ("vision_contribution", {AttentionRope: BeforeLayerScale}, "against layer_output: off by"),

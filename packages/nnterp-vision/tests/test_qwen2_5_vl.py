@@ -7,7 +7,6 @@ import torch
 from nnterp import Unavailable  # noqa: E402
 from nnterp_conformance.checks.vision import image  # noqa: E402
 from nnterp_vision.components.qwen import PER_IMAGE  # noqa: E402
-from nnterp_vision.families import qwen2_5_vl  # noqa: E402
 from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests
 from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VLVisionAttention  # noqa: E402
 from transformers.vision_utils import get_vision_window_index  # noqa: E402
@@ -52,7 +51,6 @@ def test_window_order_and_the_restored_merge(model):
 
 class TestQwen25Vl(VisionFamilyTests):
     checkpoint = "qwen2_5_vl"
-    family = qwen2_5_vl.FAMILY
     breaks = (
         ("vision_contribution", {Qwen2_5_VLVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )

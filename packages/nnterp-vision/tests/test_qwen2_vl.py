@@ -7,7 +7,6 @@ import torch
 from nnterp import Unavailable  # noqa: E402
 from nnterp_conformance.checks.vision import image  # noqa: E402
 from nnterp_vision.components.qwen import PER_IMAGE, QwenVision  # noqa: E402
-from nnterp_vision.families import qwen2_vl  # noqa: E402
 from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_attention_whole
 from nnterp_vision.testing import features_at, read
 from transformers.models.qwen2_vl.modeling_qwen2_vl import (  # noqa: E402
@@ -99,7 +98,6 @@ class FeaturesAtTheCount(QwenVision):
 
 class TestQwen2Vl(VisionFamilyTests):
     checkpoint = "qwen2_vl"
-    family = qwen2_vl.FAMILY
     no_image_values = ("vision.image_features", "vision.layers.0.self_attn.attention_queries")
     breaks = (
         ("vision_contribution", {QwenAttention: QwenWrongContribution}, "against layer_output: off by"),

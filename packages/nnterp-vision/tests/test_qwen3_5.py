@@ -6,7 +6,6 @@ from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS
 from nnterp_recurrent.components import LinearAttention
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
-from nnterp_vision.families import qwen3_5, qwen3_5_moe
 from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5VisionAttention
 from transformers.models.qwen3_5_moe.modeling_qwen3_5_moe import Qwen3_5MoeVisionAttention
@@ -53,7 +52,6 @@ def test_a_text_prompt_after_an_image_batch_continues_over_its_cache(model):
 
 class TestQwen35(VisionFamilyTests):
     checkpoint = "qwen3_5"
-    family = qwen3_5.FAMILY
     breaks = (
         ("vision_contribution", {Qwen3_5VisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )
@@ -61,7 +59,6 @@ class TestQwen35(VisionFamilyTests):
 
 class TestQwen35Moe(VisionFamilyTests):
     checkpoint = "qwen3_5_moe"
-    family = qwen3_5_moe.FAMILY
     breaks = (
         ("vision_contribution", {Qwen3_5MoeVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )

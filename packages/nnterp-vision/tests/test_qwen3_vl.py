@@ -8,7 +8,7 @@ from nnterp import Moe, Unavailable
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
-from nnterp_vision.families import qwen3_vl, qwen3_vl_moe
+from nnterp_vision.families import qwen3_vl_moe
 from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_tree, read
 from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionAttention
 from transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe import Qwen3VLMoeTextSparseMoeBlock, Qwen3VLMoeVisionAttention
@@ -102,7 +102,6 @@ class DeepStackTests(VisionFamilyTests):
 
 class TestQwen3Vl(DeepStackTests):
     checkpoint = "qwen3_vl"
-    family = qwen3_vl.FAMILY
     breaks = (
         ("vision_contribution", {Qwen3VLVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
     )
@@ -110,7 +109,6 @@ class TestQwen3Vl(DeepStackTests):
 
 class TestQwen3VlMoe(DeepStackTests):
     checkpoint = "qwen3_vl_moe"
-    family = qwen3_vl_moe.FAMILY
     breaks = (
         ("vision_contribution", {Qwen3VLMoeVisionAttention: QwenWrongContribution}, "against layer_output: off by"),
         # the plain mixture reads norm_topk_prob, which this router has not: it renormalizes always

@@ -5,7 +5,6 @@ import torch
 from nnterp import Unavailable
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.components.video_llama_3 import VideoLlama3Projector, VideoLlama3Vision
-from nnterp_vision.families import video_llama_3
 from nnterp_vision.testing import OutProjWrongContribution, VisionFamilyTests, read
 from transformers.models.video_llama_3.modeling_video_llama_3 import VideoLlama3VisionAttention, VideoLlama3VisionModel
 
@@ -55,7 +54,6 @@ class FeaturesBeforeTheReadout(VideoLlama3Vision):
 
 class TestVideoLlama3(VisionFamilyTests):
     checkpoint = "video_llama_3"
-    family = video_llama_3.FAMILY
     breaks = (
         ("vision_contribution", {VideoLlama3VisionAttention: OutProjWrongContribution}, "against layer_output: off by"),
         ("image_features_reach_the_text", {VideoLlama3VisionModel: FeaturesBeforeTheReadout}, "against image_features: off by"),

@@ -45,7 +45,6 @@ FeaturesBeforeActivation = features_at(
 
 class TestVideoLlava(VisionFamilyTests):
     checkpoint = "video_llava"
-    family = video_llava.FAMILY
     breaks = (
         ("vision_contribution", {video_llava.IMAGE_BLOCKS + ".self_attn": WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {video_llava.IMAGE_BLOCKS + ".self_attn": PatternAtScores}, "against attention_probabilities: off by"),

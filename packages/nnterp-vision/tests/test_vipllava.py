@@ -7,7 +7,6 @@ from nnterp_conformance.checks import verdict
 from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components import Vision
-from nnterp_vision.families import vipllava
 from nnterp_vision.reasons import NO_PROCESSOR
 from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, features_returned
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
@@ -62,7 +61,6 @@ FeaturesReturned = features_returned(Vision)
 
 class TestVipllava(VisionFamilyTests):
     checkpoint = "vipllava"
-    family = vipllava.FAMILY
     breaks = (
         ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 import torch
 from nnterp import EProperty, Unavailable
-from nnterp.family import Family
+from nnterp import registry
 
 from .components import VisionAttention, no_images
 from .components.qwen import QwenVisionAttention
@@ -101,7 +101,6 @@ class VisionFamilyTests:
 
         class TestLlava(VisionFamilyTests):
             checkpoint = "llava"
-            family = llava.FAMILY
             breaks = (("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),)
 
     What the kit proves on every registered checkpoint (each check passing, on fixed prompts and drawn cases, and the
@@ -113,8 +112,6 @@ class VisionFamilyTests:
 
     #: the registered tiny checkpoint the tests load
     checkpoint: ClassVar[str]
-    #: the family, whose envoys a broken variant swaps
-    family: ClassVar[Family]
     #: ``(check, {module type or path: component}, message)``: the check passes on the family and fails with ``message``
     #: in its detail on the family with those envoys swapped in
     breaks: ClassVar[tuple[tuple[str, dict, str], ...]] = ()
@@ -129,11 +126,12 @@ class VisionFamilyTests:
 
     @classmethod
     def broken(cls, envoys: dict) -> Any:
-        """The checkpoint loaded as registered, but with the family's components for the keys of ``envoys`` swapped."""
+        """The checkpoint loaded as registered, but with its family's components for the keys of ``envoys`` swapped."""
         from nnterp_conformance.runner import load
         from nnterp_conformance.variants import with_envoys
 
-        return load(cls.checkpoint, family=with_envoys(cls.family, envoys))
+        family = registry.family_named(registry.checkpoint_family(cls.checkpoint))
+        return load(cls.checkpoint, family=with_envoys(family, envoys))
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if metafunc.definition.originalname == "test_check_fails_on_a_broken_family":
