@@ -31,3 +31,22 @@ def test_a_failing_check_makes_the_exit_status_non_zero(capsys, monkeypatch):
     monkeypatch.setitem(base.CHECKS, "contribution", base.Check("contribution", broken, "residual", "broken on purpose"))
     assert cli.main(["check", "llama", "--only", "contribution"]) == 1
     assert "FAIL  contribution: layers[0]: off by 1" in capsys.readouterr().out
+
+
+def test_mutants_prints_each_kill_and_the_score(capsys):
+    assert cli.main(["mutants", "llama"]) == 0
+    out = capsys.readouterr().out
+    assert "killed    llama: queries and keys swapped  [scores_are_queries_against_keys]" in out
+    assert "mutation score: 5/5 (100%)" in out
+
+
+def test_a_surviving_mutant_makes_the_exit_status_non_zero(capsys, monkeypatch):
+    from nnterp_conformance.checks import base
+
+    def passes(model, prompts):
+        return "nothing checked"
+
+    monkeypatch.setitem(base.CHECKS, "pattern_is_softmax_of_scores", base.Check("pattern_is_softmax_of_scores", passes, "attention", "too weak on purpose"))
+    assert cli.main(["mutants", "llama"]) == 1
+    out = capsys.readouterr().out
+    assert "SURVIVES  llama: pattern read at the scores" in out and "mutation score: 4/5 (80%)" in out

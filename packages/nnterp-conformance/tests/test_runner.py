@@ -4,7 +4,13 @@ import pytest
 from nnterp_conformance.runner import assert_conforms
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-INTERIOR = ("pattern_is_softmax_of_scores", "written_pattern_moves_logits", "head_outputs_make_the_projection")
+INTERIOR = (
+    "pattern_is_softmax_of_scores",
+    "written_pattern_moves_logits",
+    "head_outputs_make_the_projection",
+    "scores_are_queries_against_keys",
+    "head_outputs_are_pattern_against_values",
+)
 
 
 def test_the_skips_a_family_expects_pass(tiny_model):

@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     report = commands.add_parser("report", help="run the kit on every registered checkpoint and write docs/families.{json,md}")
     report.add_argument("--out", default="docs", help="the folder to write into (default: docs)")
     report.add_argument("--check", action="store_true", help="write nothing; exit non-zero if the files there are stale")
+    mutants = commands.add_parser("mutants", help="run the standard mutants on checkpoints and print which checks kill them")
+    mutants.add_argument("checkpoint", nargs="+", help="registered tiny checkpoints' names or checkpoint directories")
     arguments = parser.parse_args(argv)
+    if arguments.command == "mutants":
+        return mutants_command(arguments)
     if arguments.command == "list":
         from .checkpoints import names
 
@@ -83,6 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.command == "report":
         return report_command(arguments)
     return check_command(arguments)
+
+
+def mutants_command(arguments: argparse.Namespace) -> int:
+    """Each standard mutant of each checkpoint, killed or surviving, then the score; non-zero while one survives."""
+    from .mutants import score, standard_mutants
+
+    def progress(mutant: Any, found: Any) -> None:
+        kill = found.status == "fail" and mutant.message in found.detail
+        print(f"{'killed  ' if kill else 'SURVIVES'}  {mutant.name}  [{mutant.check}]  {found.detail if kill else mutant.reason}")
+
+    chosen = [mutant for checkpoint in arguments.checkpoint for mutant in standard_mutants(checkpoint)]
+    kills, total = score(chosen, progress)
+    print(f"mutation score: {kills}/{total} ({100 * kills / total:.0f}%)")
+    return 0 if kills == total else 1
 
 
 def report_command(arguments: argparse.Namespace) -> int:

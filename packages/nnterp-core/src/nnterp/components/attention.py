@@ -1,6 +1,6 @@
 """Softmax attention: its contribution, its pattern, and the interior of the shared interface."""
 
-from typing import Any
+from typing import Any, ClassVar
 
 from torch import Tensor
 
@@ -93,6 +93,11 @@ class Attention(Standard):
 
     lacks = "this block's mixer is softmax attention, which keeps no recurrent state"
 
+    #: the value of this attention that is ``attention_probabilities @ values``, seq first: ``attention_head_outputs``,
+    #: or, on an attention that gates or scales its heads after mixing them, the value that holds them before
+    #: (``ungated_head_outputs``); the kit's ``head_outputs_are_pattern_against_values`` reads it
+    mixed_heads: ClassVar[str] = "attention_head_outputs"
+
     def off_interface(self) -> str | None:
         """Why the shared attention interface does not run on this module, or None."""
         return needs_eager(self)
@@ -163,7 +168,34 @@ class Attention(Standard):
         """
         return value
 
+    # -- what the kit's interior identities rest on ---------------------------------
+
+    def score_bias(self) -> Tensor | None:
+        """What the scores add to ``scaling * queries @ keys^T`` besides the mask and the softcap, read in a trace.
+
+        None here: the shared interface adds nothing else. A family whose
+        scores carry a bias (ALiBi on BLOOM, MPT and Falcon) overrides it to
+        return that bias, broadcastable to ``[batch, num_heads, query, key]``;
+        the kit's ``scores_are_queries_against_keys`` adds it, and fails on a
+        family that adds a term it does not declare here.
+        """
+        return None
+
     # -- sizes -------------------------------------------------------------------
+
+    @property
+    def scaling(self) -> float:
+        """What the scores multiply ``queries @ keys^T`` by: the module's ``scaling`` (or its spellings), else ``1 / sqrt(qk_head_dim)``."""
+        value = self._first("scaling", "inv_norm_factor", "softmax_scale")
+        return float(value) if isinstance(value, (int, float)) else self.qk_head_dim**-0.5
+
+    @property
+    def softcap(self) -> float | None:
+        """The cap ``c`` of ``c * tanh(scores / c)`` the scores pass through before the mask, or None (Gemma 2's and Grok's)."""
+        value = self._first("attn_logit_softcapping", "softcap")
+        if value is None:
+            value = getattr(_config(self), "attn_logit_softcapping", None)
+        return float(value) if value else None
 
     def _first(self, *names: str) -> Any:
         for name in names:
@@ -214,15 +246,27 @@ class Attention(Standard):
 class GatedAttention(Attention):
     """An attention that gates each head's output before the projection (AFMoE, Qwen3-Next's attention blocks).
 
-    The head outputs are what the output projection receives, split per head:
+    The head outputs are what the output projection receives, split per head
+    (``ungated_head_outputs`` holds them before the gate):
     ``o_proj.input`` viewed as ``[batch, seq, num_heads, head_dim]``, after the
     gate, so ``o_proj(attention_head_outputs)`` is still the projection the
     module makes. Edits in place land; assignments are joined back.
     """
 
+    mixed_heads = "ungated_head_outputs"
+
     @EProperty("o_proj.input", "Each head's gated output, as the output projection receives it", interface_reason)
     def attention_head_outputs(self, value: Tensor) -> HeadOutputs:
         return value.unflatten(-1, (self.num_heads, self.head_dim))
+
+    @EProperty(f"source.{INTERFACE}.output", "Each head's output before the gate: what the interface returns", interface_reason, 0)
+    def ungated_head_outputs(self, value: Tensor) -> HeadOutputs:
+        """Each head's output before the gate (or norm), ``[batch, seq, num_heads, head_dim]``: the pattern against the values.
+
+        Where the kit's ``head_outputs_are_pattern_against_values`` checks a
+        gated attention, since ``attention_head_outputs`` are read after the gate.
+        """
+        return value
 
     @attention_head_outputs.transform
     def attention_head_outputs(self, value: Tensor, served: Tensor) -> Tensor:

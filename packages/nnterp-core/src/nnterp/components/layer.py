@@ -33,6 +33,10 @@ class Layer(Standard):
     #: the standard sublayers a block may lack, in the order the block calls them: a hybrid's blocks have one
     #: mixer or the other (a parallel hybrid's both), an SSM's no MLP
     SUBLAYERS: ClassVar[tuple[str, ...]] = ("self_attn", "linear_attn", "mlp")
+    #: what reads each norm's output, as a path from the block (``{mixer}`` is its ``self_attn`` or ``linear_attn``):
+    #: the kit's ``norm_outputs_feed_the_sublayers`` holds each norm output equal to that input. A pre-norm block calls
+    #: its sublayers with them; a block whose norm sits inside a sublayer names the module the norm hands on to
+    norm_readers: ClassVar[dict[str, str]] = {"attention_norm_output": "{mixer}.input", "mlp_norm_output": "mlp.input"}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

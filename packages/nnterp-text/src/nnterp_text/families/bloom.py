@@ -71,10 +71,16 @@ class BloomAttention(Attention):
         "source.dropout_add_0.input", select=None, unavailable=post_layernorm_residual
     )
     attention_queries = Attention.attention_queries.at("source.self__reshape_0.output", select=0)
-    attention_keys = Attention.attention_keys.at("source.self__reshape_0.output", select=1)
-    attention_values = Attention.attention_values.at("source.self__reshape_0.output", select=2)
+    # keys and values as the cache hands them back: on a decode step, every token's so far
+    attention_keys = Attention.attention_keys.at("source.layer_past_update_0.output", select=0)
+    attention_values = Attention.attention_values.at("source.layer_past_update_0.output", select=1)
     attention_scores = Attention.attention_scores.at("source.F_softmax_0.input")
     attention_probabilities = Attention.attention_probabilities.at("source.self_attention_dropout_0.output")
+
+    def score_bias(self) -> Tensor:
+        """ALiBi, ``beta * alibi`` as ``baddbmm`` adds it, ``[batch, num_heads, 1, key]``: a slope per head times the key's position."""
+        alibi = self.inputs[1]["alibi"]
+        return self._module.beta * alibi.view(-1, self.num_heads, *alibi.shape[1:])
 
     @HeadOutputsView(
         "source.torch_bmm_0.output", Attention.attention_head_outputs.description, interface_reason, folded=True

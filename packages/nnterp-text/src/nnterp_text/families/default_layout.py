@@ -46,6 +46,7 @@ FAMILY = default.FAMILY.replace(
     skips={
         "apertus": {
             "mid_stream": "no post_attention_layernorm module on this block",
+            "norm_outputs_feed_the_sublayers": "no input_layernorm module on this block",
         },
         "glm": {
             "neurons_make_contribution": "no act_fn module on this block",

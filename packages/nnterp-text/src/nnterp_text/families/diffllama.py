@@ -42,8 +42,10 @@ FAMILY = default.FAMILY.replace(
     tiny={"diffllama": TinyConfig("diffllama")},
     skips={
         "diffllama": {
+            "head_outputs_are_pattern_against_values": "differential attention",
             "head_outputs_make_the_projection": "differential attention",
             "pattern_is_softmax_of_scores": "differential attention",
+            "scores_are_queries_against_keys": "differential attention",
             "written_pattern_moves_logits": "differential attention",
         },
     },

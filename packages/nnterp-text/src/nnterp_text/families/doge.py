@@ -14,6 +14,8 @@ it, as ALiBi's scores include theirs.
 
 from typing import Any
 
+from torch import Tensor
+
 from nnterp import Attention, Mlp, TinyConfig, unavailable
 from nnterp.families import default
 
@@ -25,6 +27,10 @@ RESCALED = (
 
 
 class RescaledResidualAttention(Attention):
+    def score_bias(self) -> Tensor:
+        """The dynamic mask the interface receives, ``[batch, num_heads, query, key]``: a learned bias per key where it keeps one."""
+        return self.source.attention_interface_1.inputs[1]["attention_mask"]
+
     attention_output = unavailable(
         RESCALED.format(
             scale="input_residual", sublayer="attention", stream="layer_mid", residual="layer_input", native="self_attn.output[0]"

@@ -60,6 +60,19 @@ class FalconAttention(Attention):
         by_alibi("source.F_softmax_0.output", "source.self_attention_dropout_0.output")
     )
 
+    def score_bias(self) -> Tensor | None:
+        """ALiBi on the ALiBi path, ``[batch, num_heads, query, key]``; None on the rotary path.
+
+        The model adds it twice: ``(scores + alibi) * inv_norm_factor`` in the
+        attention, then ``attention_mask``, into which the model folded
+        ``alibi / sqrt(head_dim)`` where a key is kept.
+        """
+        if not _config(self).alibi:
+            return None
+        _, kwargs = self.inputs
+        alibi, mask = kwargs["alibi"], kwargs["attention_mask"]
+        return alibi.view(mask.shape[0], self.num_heads, 1, -1) * self._module.inv_norm_factor + mask
+
     def kv_copies(self) -> int:
         """How many copies of each key and value head the model holds: its group size under the 40B layout, else 1."""
         return self.num_heads // self.num_kv_heads if self._module.new_decoder_architecture else 1
@@ -73,14 +86,9 @@ class FalconAttention(Attention):
         copies = self.kv_copies()
         return value if copies == 1 else value.repeat_interleave(copies, dim=1)
 
-    @EProperty(
-        by_alibi("source.apply_rotary_pos_emb_0.output", "source.key_layer_0.output"),
-        Attention.attention_keys.description,
-        interface_reason,
-        by_alibi(1, None),
-    )
+    @EProperty("source.layer_past_update_0.output", Attention.attention_keys.description, interface_reason, 0)
     def attention_keys(self, value: Tensor) -> Keys:
-        """The keys, ``[batch, num_kv_heads, seq, qk_head_dim]``: after the rotary embeddings, if any; before the cache."""
+        """The keys, ``[batch, num_kv_heads, seq, qk_head_dim]``: after the rotary embeddings, if any, as the cache hands them back."""
         return self.one_per_group(value)
 
     @attention_keys.transform
@@ -91,9 +99,9 @@ class FalconAttention(Attention):
     def attention_keys(self, value: Tensor) -> Tensor:
         return self.broadcast(value)
 
-    @EProperty("source.value_layer_0.output", Attention.attention_values.description, interface_reason)
+    @EProperty("source.layer_past_update_0.output", Attention.attention_values.description, interface_reason, 1)
     def attention_values(self, value: Tensor) -> Values:
-        """The values the pattern mixes, ``[batch, num_kv_heads, seq, head_dim]``, before the cache."""
+        """The values the pattern mixes, ``[batch, num_kv_heads, seq, head_dim]``, as the cache hands them back."""
         return self.one_per_group(value)
 
     @attention_values.transform

@@ -23,6 +23,7 @@ FAMILY = olmo2.FAMILY.replace(
     skips={
         "flex_olmo": {
             "neurons_make_contribution": "a mixture of experts",
+            "norm_outputs_feed_the_sublayers": "a post-norm block",
         },
     },
 )

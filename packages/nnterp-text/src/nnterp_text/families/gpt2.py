@@ -48,8 +48,10 @@ FAMILY = default.FAMILY.replace(
     },
     skips={
         "gpt2-reorder": {
+            "head_outputs_are_pattern_against_values": "reorder_and_upcast_attn=True",
             "head_outputs_make_the_projection": "reorder_and_upcast_attn=True",
             "pattern_is_softmax_of_scores": "reorder_and_upcast_attn=True",
+            "scores_are_queries_against_keys": "reorder_and_upcast_attn=True",
             "written_pattern_moves_logits": "reorder_and_upcast_attn=True",
         },
     },

@@ -7,6 +7,12 @@ from . import gpt2
 from .own_attention import HelperAttention
 
 
+class GPTNeoAttention(HelperAttention):
+    """GPT-Neo's attention: ``_attn`` does not scale ``query @ key^T`` at all (the scale is folded into the weights)."""
+
+    scaling = 1.0
+
+
 class GPTNeoLayer(Layer):
     """GPT-Neo's block, which returns ``(hidden_states, attn_weights)``."""
 
@@ -22,7 +28,7 @@ FAMILY = default.FAMILY.replace(
         "attn.attention": "self_attn",
         "attention.out_proj": "attention.o_proj",
     },
-    envoys={**default.FAMILY.envoys, "layers.*": GPTNeoLayer, "layers.*.self_attn": HelperAttention},
+    envoys={**default.FAMILY.envoys, "layers.*": GPTNeoLayer, "layers.*.self_attn": GPTNeoAttention},
     # a global and a local layer, the window short enough to bite on a test prompt
     tiny={"gpt_neo": TinyConfig("gpt_neo", {"num_layers": 3, "num_heads": 4, "attention_types": [[["global", "local"], 1], [["global"], 1]], "window_size": 4})},
 )

@@ -28,6 +28,8 @@ SUB_BLOCKS = (
 class LongcatFlashLayer(Layer):
     """The first sub-block's norms: ``input_layernorm[0]`` before ``self_attn[0]``, ``post_attention_layernorm[0]`` before the MLPs."""
 
+    norm_readers = {"attention_norm_output": "self_attn.0.input", "mlp_norm_output": "mlp.input"}
+
     attention_norm_output = Layer.attention_norm_output.at("input_layernorm.0.output")
     layer_mid = Layer.layer_mid.at("post_attention_layernorm.0.input")
     mlp_norm_output = Layer.mlp_norm_output.at("post_attention_layernorm.0.output")

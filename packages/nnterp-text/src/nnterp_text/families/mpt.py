@@ -23,10 +23,15 @@ class MptAttention(Attention):
 
     attention_output = Attention.attention_output.at("../resid_attn_dropout.output", select=None)
     attention_queries = Attention.attention_queries.at("source.query_states_0.output", select=None)
-    attention_keys = Attention.attention_keys.at("source.key_states_0.output", select=None)
-    attention_values = Attention.attention_values.at("source.value_states_0.output", select=None)
+    # keys and values as the cache hands them back: on a decode step, every token's so far
+    attention_keys = Attention.attention_keys.at("source.past_key_values_update_0.output", select=0)
+    attention_values = Attention.attention_values.at("source.past_key_values_update_0.output", select=1)
     attention_scores = Attention.attention_scores.at("source.nn_functional_softmax_0.input")
     attention_probabilities = Attention.attention_probabilities.at("source.nn_functional_dropout_0.output")
+
+    def score_bias(self) -> Tensor:
+        """ALiBi, ``position_bias`` as the block passes it, ``[num_heads, 1, max_seq_len]``: the kit cuts it to the last keys, as the attention does."""
+        return self.inputs[1]["position_bias"]
 
     @HeadOutputsView("source.torch_matmul_1.output", Attention.attention_head_outputs.description, interface_reason)
     def attention_head_outputs(self, value: Tensor) -> HeadOutputs:

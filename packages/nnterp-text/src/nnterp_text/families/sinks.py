@@ -10,7 +10,9 @@ the pattern the values are mixed with sums to one, the sink acting after it.
 
 from typing import Any
 
-from nnterp import Attention
+from torch import Tensor
+
+from nnterp import Attention, EProperty, HeadOutputs, interface_reason, seq_first
 from nnterp.components.attention import INTERFACE
 
 
@@ -48,8 +50,15 @@ class ScaledSinkAttention(Attention):
     interface returns, ``(pattern @ values) * sigmoid(logsumexp(scores) - sink)``.
     """
 
+    mixed_heads = "ungated_head_outputs"
+
     attention_scores = Attention.attention_scores.at(interior("F_softmax_0.input"))
     attention_probabilities = Attention.attention_probabilities.at(interior("F_dropout_0.output"))
+
+    @EProperty(interior("torch_matmul_1.output"), "Each head's output before the sink scales it", interface_reason)
+    def ungated_head_outputs(self, value: Tensor) -> HeadOutputs:
+        """Each head's output before the sink scales it, ``[batch, seq, num_heads, head_dim]``: the pattern against the values."""
+        return seq_first(value)
 
     @property
     def sink_logits(self) -> Any:

@@ -50,6 +50,7 @@ FAMILY = VisionFamily(
     },
     skips={
         "exaone4_5": {
+            "norm_outputs_feed_the_sublayers": "a post-norm block",
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
         },
     },

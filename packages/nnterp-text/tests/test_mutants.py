@@ -1,0 +1,74 @@
+"""The mutation suite: every wrong family of the catalogue is killed by the check it names.
+
+The standard mutants run on one checkpoint per way of computing the attention; the families' own mutants are the
+mistakes their arithmetic invites. A survivor is a failing test, fixed by a stronger check, never by deleting the mutant.
+``uv run nnterp-conformance mutants`` prints the same catalogue's score.
+"""
+
+from nnterp import Attention, Layer
+from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
+from transformers.models.falcon.modeling_falcon import FalconAttention as FalconModule
+from transformers.models.gemma2.modeling_gemma2 import Gemma2DecoderLayer
+from transformers.models.llama.modeling_llama import LlamaAttention
+
+from nnterp_text.families.falcon import FalconAttention
+from nnterp_text.families.gemma2 import FAMILY as GEMMA2
+
+#: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
+#: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic
+STANDARD_CHECKPOINTS = ("gpt2", "llama", "gemma2", "bloom", "mpt", "falcon-alibi", "afmoe", "granite_swa", "doge", "codegen")
+
+ROTARY = "source.apply_rotary_pos_emb_0.inputs"
+
+
+def family_mutants() -> list[Mutant]:
+    """The mistakes particular families invite, each against the real component it would corrupt."""
+    gemma_layer = GEMMA2.envoys.get("layers.*", Layer)
+    before_cache = "keys and values read before layer_past.update: right on a prompt, one token short of the pattern on a decode step"
+    return [
+        Mutant(
+            "llama: keys read before the rotary embedding", "llama",
+            {LlamaAttention: moved(Attention, "keys before rotation", attention_keys=Attention.attention_keys.at(ROTARY, select=1))},
+            "scores_are_queries_against_keys", "queries @ keys^T", "the keys read where apply_rotary_pos_emb receives them, before rotation",
+        ),
+        Mutant(
+            "llama: queries read before the rotary embedding", "llama",
+            {LlamaAttention: moved(Attention, "queries before rotation", attention_queries=Attention.attention_queries.at(ROTARY, select=0))},
+            "scores_are_queries_against_keys", "queries @ keys^T", "the queries read where apply_rotary_pos_emb receives them, before rotation",
+        ),
+        Mutant(
+            "falcon: keys and values read before the cache", "falcon",
+            {FalconModule: moved(
+                FalconAttention, before_cache,
+                attention_keys=FalconAttention.attention_keys.at("source.apply_rotary_pos_emb_0.output", select=1),
+                attention_values=FalconAttention.attention_values.at("source.value_layer_0.output", select=None),
+            )},
+            "scores_are_queries_against_keys", "keys read before the cache", before_cache,
+        ),
+        Mutant(
+            "gemma2: mlp_norm_output keyed on post_attention_layernorm", "gemma2",
+            {Gemma2DecoderLayer: moved(gemma_layer, "Llama's naming on Gemma's sandwich", mlp_norm_output=Layer.mlp_norm_output.at("post_attention_layernorm.output"))},
+            "norm_outputs_feed_the_sublayers", "mlp_norm_output against",
+            "Llama's naming on Gemma 2, where post_attention_layernorm follows the attention and pre_feedforward_layernorm feeds the MLP",
+        ),
+    ]
+
+
+def catalogue() -> list[Mutant]:
+    """The project's mutants: the standard ones on each of ``STANDARD_CHECKPOINTS``, then the families' own."""
+    return [mutant for checkpoint in STANDARD_CHECKPOINTS for mutant in standard_mutants(checkpoint)] + family_mutants()
+
+
+def pytest_generate_tests(metafunc):
+    if "mutant" in metafunc.fixturenames:
+        mutants = catalogue()
+        metafunc.parametrize("mutant", mutants, ids=[mutant.name for mutant in mutants])
+
+
+def test_the_catalogue_holds_forty_mutants_at_least():
+    assert len(catalogue()) >= 40
+
+
+def test_every_mutant_is_killed_by_its_check(mutant):
+    found = killed(mutant)
+    assert found.status == "fail" and mutant.message in found.detail, f"{mutant.name} survives {mutant.check} ({mutant.reason}): {found}"
