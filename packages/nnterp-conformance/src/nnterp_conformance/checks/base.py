@@ -230,9 +230,14 @@ def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwar
     return gap
 
 
+def prompt_lengths(model: Any, case: Case) -> list[int]:
+    """The number of tokens of each of the case's prompts, once tokenized."""
+    return [len(prompt) if not isinstance(prompt, str) else len(model.tokenizer(prompt)["input_ids"]) for prompt in case.prompts]
+
+
 def input_shape(model: Any, case: Case) -> tuple[int, int]:
     """``(batch, seq)`` of the case's batch once tokenized and padded."""
-    lengths = [len(prompt) if not isinstance(prompt, str) else len(model.tokenizer(prompt)["input_ids"]) for prompt in case.prompts]
+    lengths = prompt_lengths(model, case)
     return len(lengths), max(lengths)
 
 

@@ -16,7 +16,7 @@ import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp import Unavailable
 
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get, require
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get, prompt_lengths, require
 
 QUERIES, KEYS, VALUES = "self_attn.attention_queries", "self_attn.attention_keys", "self_attn.attention_values"
 SCORES, PATTERN, HEADS = "self_attn.attention_scores", "self_attn.attention_probabilities", "self_attn.attention_head_outputs"
@@ -30,8 +30,8 @@ def repeat_kv(states: torch.Tensor, heads: int, what: str) -> torch.Tensor:
     return states.repeat_interleave(heads // kv_heads, dim=1)
 
 
-def reads(model: Any, layer: int, names: tuple[str, ...], bias: bool, run: Any) -> dict[str, torch.Tensor]:
-    """Block ``layer``'s values ``names`` (and its ``score_bias()`` where ``bias``), on ``run``'s prompts.
+def reads(model: Any, host: Any, names: tuple[str, ...], bias: bool, run: Any) -> dict[str, torch.Tensor]:
+    """The values ``names`` of the block ``host(model)`` (and its attention's ``score_bias()`` where ``bias``), on ``run``.
 
     One run in forward order where the family reads them so; else one run per value, so that a value pointed at the
     wrong operation still reads and the identity, not the order, is what fails. Under generate, the last step's values.
@@ -39,13 +39,15 @@ def reads(model: Any, layer: int, names: tuple[str, ...], bias: bool, run: Any) 
 
     def one(chosen: tuple[str, ...], with_bias: bool) -> dict[str, torch.Tensor]:
         # the tracer is made on the with line: nnsight reads the block it runs from this frame
-        with torch.no_grad(), (model.generate(run.prompts, **run.GENERATE) if run.steps else model.trace(run.prompts)) as tracer:
+        with torch.no_grad(), (model.generate(run.prompts, **run.GENERATE) if run.steps else model.trace(run.prompts, **run.inputs)) as tracer:
             found = nnsight.save({})
             for _ in tracer.iter[: run.steps] if run.steps else [None]:
                 # the bias is read first: it is an input of the attention, or made from one
-                bias = model.layers[layer].self_attn.score_bias() if with_bias else None
+                bias = host(model).self_attn.score_bias() if with_bias else None
                 step = {} if bias is None else {"bias": bias.detach().clone()}
-                step.update({name: get(model.layers[layer], name).detach().clone() for name in chosen})
+                for name in chosen:
+                    value = get(host(model), name)  # None where a step has no such value (a prompt's state_input)
+                    step[name] = None if value is None else value.detach().clone()
                 found.update(step)
         return dict(found)
 
@@ -58,11 +60,18 @@ def reads(model: Any, layer: int, names: tuple[str, ...], bias: bool, run: Any) 
         return {**apart, **(one((), True) if bias else {})}
 
 
+def text_block(layer: int) -> Any:
+    """The text block ``layer`` of a model, as ``reads`` takes a block."""
+    return lambda model: model.layers[layer]
+
+
 class Prompt:
     """The case's prompts in one trace."""
 
     #: the generate steps read (0: a trace)
     steps = 0
+    #: what the trace takes besides the prompts
+    inputs: dict = {}
 
     def __init__(self, model: Any, case: Case) -> None:
         self.model, self.case = model, case
@@ -73,9 +82,8 @@ class Prompt:
 
     def real_queries(self, seq: int) -> torch.Tensor:
         """``[batch, 1, seq, 1]``: whether each query position is a token of its prompt (the batch is left-padded)."""
-        lengths = [len(prompt) if not isinstance(prompt, str) else len(self.model.tokenizer(prompt)["input_ids"]) for prompt in self.case.prompts]
         positions = torch.arange(seq)
-        return torch.stack([positions >= seq - length for length in lengths])[:, None, :, None]
+        return torch.stack([positions >= seq - length for length in prompt_lengths(self.model, self.case)])[:, None, :, None]
 
 
 class DecodeStep(Prompt):
@@ -106,32 +114,25 @@ def expected_scores(attention: Any, queries: torch.Tensor, keys: torch.Tensor, b
     return scores + bias.float()
 
 
-@check("attention")
-def scores_are_queries_against_keys(model: Any, case: Case) -> str:
-    """attention_scores == scaling * queries @ repeat_kv(keys)^T (+ softcap, + score_bias) where the mask keeps a key, on a prompt and on a decode step."""
-    blocks = require(model, QUERIES, KEYS, SCORES, PATTERN)
-    gaps = Gaps()
-    for run, label in ((Prompt(model, case), "the prompt"), (DecodeStep(model, case), "a decode step")):
-        for layer in blocks:
-            attention = model.layers[layer].self_attn
-            has_bias = declares_bias(attention)
-            found = reads(model, layer, (QUERIES, KEYS, SCORES, PATTERN), has_bias, run)
-            what = f"layers[{layer}], {label}"
-            scores, pattern = found[SCORES], found[PATTERN]
-            expected = expected_scores(attention, found[QUERIES], found[KEYS], found.get("bias"), f"{what}: scaling * queries @ keys^T")
-            if expected.shape != scores.shape:
-                raise CheckFailure(
-                    f"{what}: scaling * queries @ keys^T is {tuple(expected.shape)}, attention_scores {tuple(scores.shape)} "
-                    "(keys read before the cache joins them to earlier tokens, or queries and keys of other layouts)"
-                )
-            # a masked key's probability is exactly zero; a padding row's scores are all masked, its pattern meaningless
-            kept = (pattern.float() > 0) & run.real_queries(scores.shape[-2])
-            try:
-                gaps.add(expect_close(f"{what}: scaling * queries @ keys^T against attention_scores where the mask keeps a key", scores.float()[kept], expected[kept], dtype=scores.dtype))
-            except CheckFailure as failure:
-                hint = "" if has_bias else " (if the family adds a term to its scores, ALiBi or a learned bias, its attention declares it in score_bias)"
-                raise CheckFailure(f"{failure}{hint}") from None
-    return str(gaps)
+def scores_gap(model: Any, host: Any, run: Any, what: str) -> float:
+    """The gap of ``scaling * queries @ repeat_kv(keys)^T`` (+ softcap, + score_bias) against the block's attention_scores, where the mask keeps a key."""
+    attention = host(model).self_attn
+    has_bias = declares_bias(attention)
+    found = reads(model, host, (QUERIES, KEYS, SCORES, PATTERN), has_bias, run)
+    scores, pattern = found[SCORES], found[PATTERN]
+    expected = expected_scores(attention, found[QUERIES], found[KEYS], found.get("bias"), f"{what}: scaling * queries @ keys^T")
+    if expected.shape != scores.shape:
+        raise CheckFailure(
+            f"{what}: scaling * queries @ keys^T is {tuple(expected.shape)}, attention_scores {tuple(scores.shape)} "
+            "(keys read before the cache joins them to earlier tokens, or queries and keys of other layouts)"
+        )
+    # a masked key's probability is exactly zero; a padding row's scores are all masked, its pattern meaningless
+    kept = (pattern.float() > 0) & run.real_queries(scores.shape[-2])
+    try:
+        return expect_close(f"{what}: scaling * queries @ keys^T against attention_scores where the mask keeps a key", scores.float()[kept], expected[kept], dtype=scores.dtype)
+    except CheckFailure as failure:
+        hint = "" if has_bias else " (if the family adds a term to its scores, ALiBi or a learned bias, its attention declares it in score_bias)"
+        raise CheckFailure(f"{failure}{hint}") from None
 
 
 def declares_bias(attention: Any) -> bool:
@@ -142,25 +143,40 @@ def declares_bias(attention: Any) -> bool:
 
 
 @check("attention")
+def scores_are_queries_against_keys(model: Any, case: Case) -> str:
+    """attention_scores == scaling * queries @ repeat_kv(keys)^T (+ softcap, + score_bias) where the mask keeps a key, on a prompt and on a decode step."""
+    blocks = require(model, QUERIES, KEYS, SCORES, PATTERN)
+    gaps = Gaps()
+    for run, label in ((Prompt(model, case), "the prompt"), (DecodeStep(model, case), "a decode step")):
+        for layer in blocks:
+            gaps.add(scores_gap(model, text_block(layer), run, f"layers[{layer}], {label}"))
+    return str(gaps)
+
+
+def heads_gap(model: Any, host: Any, run: Any, what: str) -> float:
+    """The gap of ``attention_probabilities @ repeat_kv(attention_values)`` against the block's head outputs (its ``mixed_heads``)."""
+    mixed = host(model).self_attn.mixed_heads
+    heads_name = f"self_attn.{mixed}"
+    found = reads(model, host, (VALUES, PATTERN, heads_name), False, run)
+    pattern, heads = found[PATTERN], found[heads_name]
+    values = repeat_kv(found[VALUES].float(), pattern.shape[1], f"{what}: attention_probabilities @ attention_values")
+    if pattern.shape[-1] != values.shape[-2]:
+        raise CheckFailure(
+            f"{what}: attention_probabilities cover {pattern.shape[-1]} keys, attention_values {values.shape[-2]} "
+            "(values read before the cache joins them to earlier tokens?)"
+        )
+    expected = (pattern.float() @ values).transpose(1, 2)
+    return expect_close(f"{what}: attention_probabilities @ attention_values against {mixed}", heads.float(), expected, dtype=heads.dtype)
+
+
+@check("attention")
 def head_outputs_are_pattern_against_values(model: Any, case: Case) -> str:
     """attention_head_outputs (or the component's mixed_heads, before a gate) == attention_probabilities @ repeat_kv(attention_values), on a prompt and on a decode step."""
     blocks = require(model, VALUES, PATTERN, HEADS)
     gaps = Gaps()
     for run, label in ((Prompt(model, case), "the prompt"), (DecodeStep(model, case), "a decode step")):
         for layer in blocks:
-            mixed = model.layers[layer].self_attn.mixed_heads
-            heads_name = f"self_attn.{mixed}"
-            found = reads(model, layer, (VALUES, PATTERN, heads_name), False, run)
-            pattern, heads = found[PATTERN], found[heads_name]
-            what = f"layers[{layer}], {label}"
-            values = repeat_kv(found[VALUES].float(), pattern.shape[1], f"{what}: attention_probabilities @ attention_values")
-            if pattern.shape[-1] != values.shape[-2]:
-                raise CheckFailure(
-                    f"{what}: attention_probabilities cover {pattern.shape[-1]} keys, attention_values {values.shape[-2]} "
-                    "(values read before the cache joins them to earlier tokens?)"
-                )
-            expected = (pattern.float() @ values).transpose(1, 2)
-            gaps.add(expect_close(f"{what}: attention_probabilities @ attention_values against {mixed}", heads.float(), expected, dtype=heads.dtype))
+            gaps.add(heads_gap(model, text_block(layer), run, f"layers[{layer}], {label}"))
     return str(gaps)
 
 
@@ -184,11 +200,11 @@ def norm_outputs_feed_the_sublayers(model: Any, case: Case) -> str:
     run = Prompt(model, case)
     for layer, norm, called in pairs:
         try:
-            found = reads(model, layer, (norm, called), False, run)
+            found = reads(model, text_block(layer), (norm, called), False, run)
         except Unavailable:
             # an MLP written inline in its block is no module the model calls: its first projection is
             called = "mlp.up_proj.input"
-            found = reads(model, layer, (norm, called), False, run)
+            found = reads(model, text_block(layer), (norm, called), False, run)
         output, read = found[norm], found[called]
         if read.shape != output.shape and read.numel() == output.numel():
             read = read.view(output.shape)  # a module called with the tokens flattened (OPT's fc1)

@@ -99,7 +99,7 @@ def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -
     continues from it only one token a call, as decode steps, so the rest is
     fed so.
     """
-    name = "cache_params" if "cache_params" in inspect.signature(model._module.forward).parameters else "past_key_values"
+    name = _cache_keyword(model)
     whole = getattr(type(model.layers[layer].linear_attn), "PROMPT_TAKES_STATE", True)
     pieces = [ids[cut:]] if whole else [[token] for token in ids[cut:]]
     with torch.no_grad(), model.trace(torch.tensor([ids[:cut]]), use_cache=True):
@@ -167,6 +167,57 @@ def written_state_continues(model: Any, case: Case) -> str:
         raise CheckFailure(f"layers[{layer}]: writing the state after token {t} changed the outputs of tokens before it")
     gap = expect_close(f"layers[{layer}]: the later tokens after the write against a call over a cache holding it", after[:, cut:], continued)
     return f"state after token {t} written; largest gap {gap:.3g}"
+
+
+def _cache_keyword(model: Any) -> str:
+    """The name the model's forward takes its cache by (``cache_params`` on Mamba)."""
+    return "cache_params" if "cache_params" in inspect.signature(model._module.forward).parameters else "past_key_values"
+
+
+@check("recurrent", applies=is_recurrent)
+def written_states_land(model: Any, case: Case) -> str:
+    """state_output = v leaves its call's output as it was and is the next call's state_input; state_input = v there gives that call the same outputs."""
+    layer = case.pick(_recurrent(model))
+    ids = _ids(model, case)
+    if len(ids) < 2:
+        raise Skip("the prompt has fewer than 2 tokens to split")
+    name, first, step = _cache_keyword(model), torch.tensor([ids[:-1]]), torch.tensor([ids[-1:]])
+
+    def prompt(write: Any = None) -> tuple[Any, torch.Tensor, Any]:
+        with torch.no_grad(), model.trace(first, use_cache=True):
+            mixer = model.layers[layer].linear_attn
+            left = mixer.state_output.detach().clone().save()
+            if write is not None:
+                mixer.state_output = write
+            output = model.layers[layer].linear_attn.attention_output.detach().clone().save()
+            cache = model.output[name].save()
+        return left, output, cache
+
+    def decode(cache: Any, write: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad(), model.trace(step, use_cache=True, **{name: cache}):
+            mixer = model.layers[layer].linear_attn
+            if write is not None:
+                mixer.state_input = write
+            started = model.layers[layer].linear_attn.state_input.detach().clone().save()
+            heads = model.layers[layer].linear_attn.attention_head_outputs.detach().clone().save()
+        return started, heads
+
+    original, output, _ = prompt()
+    written = case.edited(original)
+    try:
+        _, written_output, written_cache = prompt(written)
+    except Exception as error:  # noqa: BLE001 - a write-back that breaks the forward is this check's failure
+        raise CheckFailure(f"layers[{layer}]: the prompt with state_output written did not run ({type(error).__name__}: {error})") from None
+    if not torch.equal(written_output, output):
+        raise CheckFailure(f"layers[{layer}]: with state_output written, the call's own attention_output changed (the write replaced more than the state)")
+    started, continued = decode(written_cache)
+    gaps = Gaps()
+    gaps.add(expect_close(f"layers[{layer}]: the next call's state_input against the state_output written", started, written))
+    _, _, plain_cache = prompt()
+    restarted, rewritten = decode(plain_cache, written)
+    gaps.add(expect_close(f"layers[{layer}]: state_input written against the state it was given", restarted, written))
+    gaps.add(expect_close(f"layers[{layer}]: the head outputs from state_input written against from state_output written", rewritten, continued))
+    return str(gaps)
 
 
 @check("recurrent", applies=is_recurrent)

@@ -31,6 +31,10 @@ class LinearAttention(RecurrentMixer):
     CHUNK_KERNEL: ClassVar[str] = "torch_chunk_gated_delta_rule_0"
     RECURRENT_KERNEL: ClassVar[str] = "torch_recurrent_gated_delta_rule_0"
     STATE_OP: ClassVar[str | None] = "last_recurrent_state_3"
+    RULE: ClassVar[str | None] = "gated_delta"
+    #: whether the kernel L2-normalizes the queries and keys it receives (``use_qk_l2norm_in_kernel``) before
+    #: scaling the queries by ``key_dim ** -0.5``; every transformers DeltaNet forward asks it to
+    QK_L2_NORM: ClassVar[bool] = True
 
     @property
     def num_heads(self) -> int:

@@ -58,6 +58,17 @@ class RecurrentMixer(Standard):
     PROMPT_TAKES_STATE: ClassVar[bool] = True
     #: the keyword a kernel takes the state it starts from under
     INITIAL_STATE: ClassVar[str] = "initial_state"
+    #: the recurrence the kit's state identities state for this mixer, by name (``nnterp_conformance.recurrences``):
+    #: ``"selective_scan"`` (Mamba-1), ``"ssd"`` (Mamba-2), ``"gated_delta"`` (DeltaNet); None where the kit knows none
+    RULE: ClassVar[str | None] = None
+
+    @property
+    def skip_weights(self) -> Tensor | None:
+        """``D``, what each token's value adds to its own output besides the state's read (``y = C . h + D * x``); None where there is none.
+
+        Per channel on Mamba-1, per head on Mamba-2: the module's ``D``, which the forward hands the kernel.
+        """
+        return None
 
     @EProperty("output", "What the mixer adds to the residual stream")
     def attention_output(self, value: Tensor) -> Residual:

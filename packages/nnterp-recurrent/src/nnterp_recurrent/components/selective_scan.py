@@ -89,6 +89,12 @@ class SelectiveScan(RecurrentMixer):
     PROMPT_TAKES_STATE: ClassVar[bool] = False
     #: softplus: any positive step size
     BETA_RANGE: ClassVar[tuple[float, float]] = (0.0, float("inf"))
+    RULE: ClassVar[str | None] = "selective_scan"
+
+    @property
+    def skip_weights(self) -> Tensor:
+        """``D``, ``[channels]``: ``y = C . h + D * x``."""
+        return self._module.D
 
     @property
     def channels(self) -> int:

@@ -94,6 +94,12 @@ class StateSpace(RecurrentMixer):
     BETA_RANGE: ClassVar[tuple[float, float]] = (0.0, float("inf"))
     #: the config field the mixer's chunk size is built from
     CHUNK_SIZE_FIELD: ClassVar[str] = "chunk_size"
+    RULE: ClassVar[str | None] = "ssd"
+
+    @property
+    def skip_weights(self) -> Tensor:
+        """``D``, ``[heads]``: ``y = h C + D * x``, each head's skip."""
+        return self._module.D
 
     # -- sizes -----------------------------------------------------------------------
 

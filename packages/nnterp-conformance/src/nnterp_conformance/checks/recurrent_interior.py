@@ -1,0 +1,98 @@
+"""A recurrent mixer's interior, tied together: each token's state follows from the one before it by the mixer's rule,
+and each token's head output is its query's read of that state.
+
+The rule is the one the mixer's component names (``RULE``), stated in ``nnterp_conformance.recurrences``; every value
+is read where the family points it, on a prompt (inside ``keeping_states()``, so the state after every token exists)
+and on a decode step. A value read one operation late (Mamba-1's output after its ``silu(z)`` gate, a DeltaNet's after
+its gated norm) or one early (the keys before their activation) shows as a gap at the token and block that has it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..recurrences import recurrence
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close
+from .interior import DecodeStep, Prompt, reads, text_block
+from .recurrent import _recurrent, is_recurrent
+
+MIXER = "linear_attn"
+QUERIES, KEYS, VALUES = f"{MIXER}.attention_queries", f"{MIXER}.attention_keys", f"{MIXER}.attention_values"
+DECAYS, BETAS, STATES, HEADS = f"{MIXER}.decays", f"{MIXER}.betas", f"{MIXER}.states", f"{MIXER}.attention_head_outputs"
+STATE_INPUT = f"{MIXER}.state_input"
+
+
+def _ruled(model: Any, names: tuple[str, ...]) -> list[int]:
+    """The recurrent blocks whose mixer declares a rule the kit knows and serves every one of ``names``; Skip if none."""
+    blocks, reasons = [], set()
+    for layer in _recurrent(model):
+        mixer = model.layers[layer].linear_attn
+        if recurrence(mixer) is None:
+            reasons.add(f"{type(mixer).__name__} declares no RULE the kit knows")
+            continue
+        with mixer.keeping_states():  # what the checks read under: the state after every token exists there
+            support = mixer.support()
+        missing = {name: support.get(name.split(".")[1]) for name in names}
+        missing = {name: reason for name, reason in missing.items() if reason is not None}
+        if missing:
+            reasons.update(f"{name}: {reason}" for name, reason in missing.items())
+            continue
+        blocks.append(layer)
+    if not blocks:
+        raise Skip(f"no recurrent block serves its rule's values ({'; '.join(sorted(reasons))})")
+    return blocks
+
+
+def _runs(model: Any, case: Case) -> tuple[tuple[Prompt, str], ...]:
+    return (Prompt(model, case), "the prompt"), (DecodeStep(model, case), "a decode step")
+
+
+def _read(model: Any, layer: int, names: tuple[str, ...], run: Prompt) -> dict[str, torch.Tensor]:
+    """``names`` of block ``layer`` on ``run``, the mixer keeping the state after every token; all float32."""
+    with model.layers[layer].linear_attn.keeping_states():
+        found = reads(model, text_block(layer), names, False, run)
+    return {name: value.float() for name, value in found.items() if value is not None}
+
+
+@check("recurrent", applies=is_recurrent)
+def states_follow_the_rule(model: Any, case: Case) -> str:
+    """states[:, t] is the mixer's rule applied to states[:, t - 1] (state_input, or zeros, before the first) and token t's keys, values, decays and betas."""
+    names = (KEYS, VALUES, DECAYS, BETAS, STATES)
+    blocks = _ruled(model, names)
+    gaps = Gaps()
+    for run, label in _runs(model, case):
+        for layer in blocks:
+            mixer = model.layers[layer].linear_attn
+            rule = recurrence(mixer)
+            found = _read(model, layer, names + ((STATE_INPUT,) if run.steps else ()), run)
+            states = found[STATES]
+            before = found.get(STATE_INPUT, torch.zeros_like(states[:, 0]))
+            for t in range(states.shape[1]):
+                expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], found[DECAYS][:, t], found[BETAS][:, t])
+                what = f"layers[{layer}], {label}, token {t}: the state by {rule.writes} against states[:, {t}]"
+                gaps.add(expect_close(what, states[:, t], expected))
+                before = states[:, t]
+    return str(gaps)
+
+
+@check("recurrent", applies=is_recurrent)
+def head_outputs_read_the_states(model: Any, case: Case) -> str:
+    """attention_head_outputs[:, t] is token t's queries reading states[:, t] by the mixer's rule (with the D * x skip where it has one)."""
+    names = (QUERIES, VALUES, STATES, HEADS)
+    blocks = _ruled(model, names)
+    gaps = Gaps()
+    for run, label in _runs(model, case):
+        for layer in blocks:
+            mixer = model.layers[layer].linear_attn
+            rule = recurrence(mixer)
+            found = _read(model, layer, names, run)
+            states, heads = found[STATES], found[HEADS]
+            if heads.shape[1] != states.shape[1]:
+                raise CheckFailure(f"layers[{layer}], {label}: {heads.shape[1]} head outputs for {states.shape[1]} states")
+            expected = torch.stack(
+                [rule.read(mixer, states[:, t], found[QUERIES][:, t], found[VALUES][:, t]) for t in range(states.shape[1])], dim=1
+            )
+            gaps.add(expect_close(f"layers[{layer}], {label}: {rule.reads} against attention_head_outputs", heads, expected))
+    return str(gaps)

@@ -1,0 +1,118 @@
+"""The recurrent mixers' mutants: each wrong family is killed by the check it names.
+
+A mixer's values sit inside kernels, where a careless author, or a release moving an operation, reads one step early
+or late: the output after its gate, before its skip, the step before its softplus, the gate where the write strength
+is. A survivor is a failing test, fixed by a stronger check, never by deleting the mutant.
+"""
+
+from nnterp import DerivedEProperty
+from nnterp_conformance.mutants import Mutant, killed, moved
+from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearDeltaAttention
+from transformers.models.mamba.modeling_mamba import MambaMixer
+from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
+from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
+
+from nnterp_recurrent.components import LinearAttention, SelectiveScan, StateSpace
+from nnterp_recurrent.components.selective_scan import _tokens_first
+from nnterp_recurrent.families.kimi_linear import KimiDeltaAttention
+from nnterp_recurrent.reasons import needs_torch_kernels
+
+STATE_RULE = "against states[:, "
+READ_RULE = "against attention_head_outputs"
+
+
+class GatedScanOutput(SelectiveScan):
+    """Mamba-1's y read after the silu(z) gate: the operation after the one that holds C . h + D * x."""
+
+    OUTPUT_OPS = ("scan_output_6", "out_2")
+
+
+class SkiplessScanOutput(SelectiveScan):
+    """Mamba-1's y read before the D * x skip is added."""
+
+    OUTPUT_OPS = ("scan_output_4", "out_0")
+
+
+def _steps_before_softplus(self):
+    args, kwargs = self.kernel_inputs()
+    dt = args[self._position("dt")]
+    bias = kwargs.get(self._position("dt_bias"))
+    if bias is not None:
+        dt = dt + (bias.to(dt.dtype) if self.decoding() else bias.to(dt.dtype)[..., None])
+    return _tokens_first(self, dt.float())
+
+
+class StepsBeforeSoftplus(SelectiveScan):
+    """Mamba-1's betas taken from the kernel's dt argument without the softplus the kernel applies to it."""
+
+    betas = DerivedEProperty(_steps_before_softplus, description="dt before the softplus", unavailable=needs_torch_kernels)
+
+
+def _scan_op(op: str):
+    return lambda envoy: f"source.{envoy.kernel()}.source.{envoy.KERNEL_BODY}.source.{op}.output"
+
+
+def _state_output_without_write_back() -> object:
+    dropped = StateSpace.state_output.at()
+    dropped._postprocess = None  # an assignment then replaces the scan's whole (output, state) return
+    return dropped
+
+
+def family_mutants() -> list[Mutant]:
+    """The mistakes the recurrent mixers' kernels invite, each against the real component it would corrupt."""
+
+    def mutant(checkpoint, what, module, component, check, message, reason):
+        return Mutant(f"{checkpoint}: {what}", checkpoint, {module: component}, check, message, reason)
+
+    swapped = "C served as B and B as C: one group each, so the shapes agree"
+    return [
+        mutant("mamba", "head outputs after the silu(z) gate", MambaMixer, GatedScanOutput, "head_outputs_read_the_states",
+               READ_RULE, "y read where the scan has multiplied it by silu(z), one operation after C . h + D * x"),
+        mutant("mamba", "head outputs before the D skip", MambaMixer, SkiplessScanOutput, "head_outputs_read_the_states",
+               READ_RULE, "y read where the token loop's outputs are stacked, before D * x is added"),
+        mutant("mamba", "queries and keys swapped", MambaMixer,
+               moved(SelectiveScan, swapped, attention_queries="attention_keys", attention_keys="attention_queries"),
+               "states_follow_the_rule", STATE_RULE, swapped),
+        mutant("mamba", "betas before the softplus", MambaMixer, StepsBeforeSoftplus, "states_follow_the_rule", STATE_RULE,
+               "the step size taken from the kernel's dt argument, which the kernel passes through a softplus first"),
+        mutant("mamba2", "queries and keys swapped", Mamba2Mixer,
+               moved(StateSpace, swapped, attention_queries="attention_keys", attention_keys="attention_queries"),
+               "states_follow_the_rule", STATE_RULE, swapped),
+        mutant("mamba2", "head outputs before the D skip", Mamba2Mixer,
+               moved(StateSpace, "y before D * x", attention_head_outputs=StateSpace.attention_head_outputs.at(_scan_op("output_1"), select=None)),
+               "head_outputs_read_the_states", READ_RULE, "y read where the chunk scan has reshaped it, before the D residual is added"),
+        mutant("mamba2", "state_output with its write-back dropped", Mamba2Mixer,
+               moved(StateSpace, "no write-back", state_output=_state_output_without_write_back()),
+               "written_states_land", "state_output written",
+               "state_output read right, but written over the scan's whole return: reads agree, an assignment breaks the call"),
+        mutant("qwen3_next", "head outputs after the gated norm", Qwen3NextGatedDeltaNet,
+               moved(LinearAttention, "after the gated norm",
+                     attention_head_outputs=LinearAttention.attention_head_outputs.at("source.core_attn_out_reshape_1.output", select=None)),
+               "head_outputs_read_the_states", READ_RULE, "the heads read after norm(core_attn_out, z), reshaped back to heads"),
+        mutant("qwen3_next", "queries and keys swapped", Qwen3NextGatedDeltaNet,
+               moved(LinearAttention, "q and k swapped", attention_queries="attention_keys", attention_keys="attention_queries"),
+               "states_follow_the_rule", STATE_RULE, "the kernel's first argument served as its second: both are [batch, seq, key_heads, key_dim]"),
+        mutant("qwen3_next", "betas read at the gate", Qwen3NextGatedDeltaNet,
+               moved(LinearAttention, "betas at g", betas="decays"),
+               "states_follow_the_rule", STATE_RULE, "the kernel's g keyword served as beta: both are [batch, seq, heads]"),
+        mutant("kimi_linear", "betas before the sigmoid", KimiLinearDeltaAttention,
+               moved(KimiDeltaAttention, "betas at b_proj", betas=KimiDeltaAttention.betas.at("b_proj.output", select=None)),
+               "states_follow_the_rule", STATE_RULE, "beta read at b_proj's output, before torch.sigmoid"),
+    ]
+
+
+def pytest_generate_tests(metafunc):
+    if "mutant" in metafunc.fixturenames:
+        mutants = family_mutants()
+        metafunc.parametrize("mutant", mutants, ids=[mutant.name for mutant in mutants])
+
+
+def catalogue() -> list[Mutant]:
+    """This package's mutants, for the docs' listing."""
+    return family_mutants()
+
+
+def test_every_mutant_is_killed_by_its_check(mutant):
+    found = killed(mutant)
+    assert found.status == "fail" and mutant.message in found.detail, f"{mutant.name} survives {mutant.check} ({mutant.reason}): {found}"
+
