@@ -15,8 +15,12 @@ from nnterp_text.families.falcon import FalconAttention
 from nnterp_text.families.gemma2 import FAMILY as GEMMA2
 
 #: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
-#: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic
-STANDARD_CHECKPOINTS = ("gpt2", "llama", "gemma2", "bloom", "mpt", "falcon-alibi", "afmoe", "granite_swa", "doge", "codegen")
+#: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
+#: (softmax top-k, renormalized or not, with a shared expert, sigmoid with grouped choice)
+STANDARD_CHECKPOINTS = (
+    "gpt2", "llama", "gemma2", "bloom", "mpt", "falcon-alibi", "afmoe", "granite_swa", "doge", "codegen",
+    "olmoe", "mixtral", "qwen2_moe", "deepseek_v3",
+)
 
 ROTARY = "source.apply_rotary_pos_emb_0.inputs"
 

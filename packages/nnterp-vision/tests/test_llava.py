@@ -9,7 +9,8 @@ from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components import Vision
 from nnterp_vision.families import llava
-from nnterp_vision.testing import MIXED, PatternAtScores, VisionFamilyTests, WrongContribution, assert_no_processor
+from nnterp_vision.testing import MIXED, PatternAtScores, QueriesKeysSwapped, ValuesAsKeys, VisionFamilyTests, WrongContribution
+from nnterp_vision.testing import assert_no_processor
 from nnterp_vision.testing import assert_tiny_vit, features_at, features_returned, mixed_invoke, read
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
@@ -115,6 +116,8 @@ class TestLlava(VisionFamilyTests):
     breaks = (
         ("vision_contribution", {CLIPAttention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {CLIPAttention: PatternAtScores}, "against attention_probabilities: off by"),
+        ("vision_scores_are_queries_against_keys", {CLIPAttention: QueriesKeysSwapped}, "queries @ keys^T against attention_scores"),
+        ("vision_head_outputs_are_pattern_against_values", {CLIPAttention: ValuesAsKeys}, "attention_probabilities @ attention_values"),
         ("image_features_reach_the_text", {CLIPVisionModel: FeaturesBeforeActivation}, "against image_features: off by"),
         ("written_image_values_move_downstream", {CLIPVisionModel: FeaturesReturned}, "left the logits unchanged"),
         ("image_reaches_the_text_under_generate", {CLIPVisionModel: FeaturesDoubled}, "against image_features: off by"),

@@ -35,77 +35,144 @@ class Mutant:
     reason: str
 
 
-def moved(component: type, reason: str, **values: Any) -> type:
-    """``component`` with each named value read as another value of it (a name) or at another path (an ``EProperty``)."""
+def moved(component: type, reason: str, called: str | None = None, **values: Any) -> type:
+    """``component`` with each named value read as another value of it (a name) or at another path (an ``EProperty``).
+
+    The class is ``called`` (default ``Mutated<component>``); ``reason`` is its docstring.
+    """
     body: dict[str, Any] = {"__doc__": reason, "__module__": __name__}
     for name, source in values.items():
         descriptor = getattr(component, source).at() if isinstance(source, str) else source
         descriptor.name = name
         body[name] = descriptor
-    return type(f"Mutated{component.__name__}", (component,), body)
+    return type(called or f"Mutated{component.__name__}", (component,), body)
 
 
-def _components(checkpoint: str) -> tuple[Any, Any, Any]:
-    """The model, and the attention and block envoys of its first block, as its family builds them."""
+def _components(checkpoint: str) -> tuple[Any, Any]:
+    """The model, and its first block as its family builds it."""
     from .runner import load
 
     model = load(checkpoint)
-    block = model.layers[0]
-    return model, block.self_attn, block
+    return model, model.layers[0]
 
 
-def _one_norm(model: Any, block: Any) -> bool:
-    """Whether the block's attention and MLP read the same norm's output (a parallel block's one norm)."""
+def _differ(model: Any, envoy: Any, first: str, second: str) -> bool:
+    """Whether ``envoy``'s values ``first`` and ``second`` read different tensors on a short prompt (a mutant serving
+    one as the other is then wrong). One trace each: no forward order is assumed between them."""
     import torch
 
-    with torch.no_grad(), model.trace("Hello world"):
-        attention = block.attention_norm_output.save()
-        mlp = block.mlp_norm_output.save()
-    return torch.equal(attention, mlp)
+    found = []
+    for name in (first, second):
+        with torch.no_grad(), model.trace("Hello world"):
+            found.append(getattr(envoy, name).save())
+    return found[0].shape != found[1].shape or not torch.equal(*found)
+
+
+def _available(envoy: Any, *names: str) -> bool:
+    support = envoy.support()
+    return all(name in support and support[name] is None for name in names)
 
 
 def standard_mutants(checkpoint: str) -> list[Mutant]:
-    """The mistakes any family's attention and norms can be given, on ``checkpoint``, each with the check that kills it."""
-    model, attention, block = _components(checkpoint)
-    component, module = type(attention), type(attention._module)
-    layer, block_module = type(block), type(block._module)
+    """The mistakes any family's attention, norms, stream, MLP and mixture can be given, on ``checkpoint``, each with the
+    check that kills it; a mistake that reads the same tensor on this family (one norm for both sublayers, an ungated
+    MLP's activation and neurons) is not proposed."""
+    model, block = _components(checkpoint)
+    mutants: list[Mutant] = []
 
-    def on_attention(what: str, check: str, message: str, reason: str, **values: Any) -> Mutant:
-        return Mutant(f"{checkpoint}: {what}", checkpoint, {module: moved(component, reason, **values)}, check, message, reason)
+    def on(envoy: Any, what: str, check: str, message: str, reason: str, component: type | None = None, **values: Any) -> None:
+        """A mutant of ``envoy``'s component: ``component`` given, else the component with ``values`` moved."""
+        wrong = component or moved(type(envoy), reason, **values)
+        mutants.append(Mutant(f"{checkpoint}: {what}", checkpoint, {type(envoy._module): wrong}, check, message, reason))
 
-    mutants = [
-        on_attention(
-            "queries and keys swapped", "scores_are_queries_against_keys", "queries @ keys^T",
-            "the queries served as the keys and the keys as the queries: with as many key heads as query heads the shapes agree",
-            attention_queries="attention_keys", attention_keys="attention_queries",
-        ),
-        on_attention(
-            "values read as keys", "head_outputs_are_pattern_against_values", "attention_probabilities @ attention_values",
-            "attention_values pointed at the keys' operation: the same layout, another tensor",
-            attention_values="attention_keys",
-        ),
-        on_attention(
-            "pattern read at the scores", "pattern_is_softmax_of_scores", "softmax(attention_scores) against attention_probabilities",
-            "attention_probabilities pointed at the softmax's input instead of its output",
-            attention_probabilities="attention_scores",
-        ),
-        on_attention(
-            "scores read at the pattern", "scores_are_queries_against_keys", "queries @ keys^T",
-            "attention_scores pointed at the softmax's output instead of its input",
-            attention_scores="attention_probabilities",
-        ),
-    ]
-    if _one_norm(model, block):
-        return mutants  # a parallel block's sublayers read one norm: the attention's is the MLP's
-    reason = "mlp_norm_output pointed at the attention's norm: the same layout, the wrong sublayer's input"
-    mutants.append(
-        Mutant(
-            f"{checkpoint}: mlp_norm_output read at the attention's norm", checkpoint,
-            {block_module: moved(layer, reason, mlp_norm_output="attention_norm_output")},
-            "norm_outputs_feed_the_sublayers", "mlp_norm_output against", reason,
-        )
-    )
-    return mutants
+    if "self_attn" in block.__dict__ and _available(block.self_attn, "attention_queries", "attention_keys", "attention_scores"):
+        _attention_mutants(block.self_attn, on)
+    _stream_mutants(model, block, on)
+    if "mlp" in block.__dict__:
+        _mlp_mutants(model, block.mlp, on)
+    if "vision" in model.__dict__ and model.vision.num_layers:
+        _tower_mutants(model.vision.layers[0], on)
+    return _judged_here(model, mutants)
+
+
+def _tower_mutants(block: Any, on: Callable[..., None]) -> None:
+    """A vision tower's attention's mistakes, judged by the tower's own checks."""
+    attention = block.__dict__.get("self_attn")
+    if attention is None or not _available(attention, "attention_queries", "attention_keys", "attention_scores", "attention_values"):
+        return
+    on(attention, "tower queries and keys swapped", "vision_scores_are_queries_against_keys", "queries @ keys^T",
+       "the tower's queries served as its keys and its keys as its queries: a tower has as many key heads as query heads",
+       attention_queries="attention_keys", attention_keys="attention_queries")
+    on(attention, "tower values read as keys", "vision_head_outputs_are_pattern_against_values", "attention_probabilities @ attention_values",
+       "the tower's values pointed at its keys' operation", attention_values="attention_keys")
+    on(attention, "tower pattern read at the scores", "vision_pattern_is_softmax_of_scores", "against attention_probabilities",
+       "the tower's pattern pointed at the softmax's input", attention_probabilities="attention_scores")
+    if "o_proj" in attention.__dict__:
+        on(attention, "tower contribution read before the output projection", "vision_contribution", "against layer_output",
+           "the tower's attention_output pointed at what its output projection receives: the same width on a ViT",
+           attention_output=type(attention).attention_output.at("o_proj.input", select=None))
+
+
+def _judged_here(model: Any, mutants: list[Mutant]) -> list[Mutant]:
+    """The mutants whose check passes on the family: one that skips there (a value it needs is Unavailable) judges nothing."""
+    from .checks import verdict
+    from .runner import PROMPTS
+
+    passing = {check: verdict(check, model, PROMPTS).status == "pass" for check in {mutant.check for mutant in mutants}}
+    return [mutant for mutant in mutants if passing[mutant.check]]
+
+
+def _attention_mutants(attention: Any, on: Callable[..., None]) -> None:
+    """The attention's mistakes: two values of one layout served for each other."""
+    on(attention, "queries and keys swapped", "scores_are_queries_against_keys", "queries @ keys^T",
+       "the queries served as the keys and the keys as the queries: with as many key heads as query heads the shapes agree",
+       attention_queries="attention_keys", attention_keys="attention_queries")
+    on(attention, "values read as keys", "head_outputs_are_pattern_against_values", "attention_probabilities @ attention_values",
+       "attention_values pointed at the keys' operation: the same layout, another tensor", attention_values="attention_keys")
+    on(attention, "pattern read at the scores", "pattern_is_softmax_of_scores", "softmax(attention_scores) against attention_probabilities",
+       "attention_probabilities pointed at the softmax's input instead of its output", attention_probabilities="attention_scores")
+    on(attention, "scores read at the pattern", "scores_are_queries_against_keys", "queries @ keys^T",
+       "attention_scores pointed at the softmax's output instead of its input", attention_scores="attention_probabilities")
+    if "o_proj" in attention.__dict__:
+        on(attention, "contribution read before the output projection", "contribution", "against layer_output",
+           "attention_output pointed at what o_proj receives, the joined heads, instead of what it returns",
+           attention_output=type(attention).attention_output.at("o_proj.input", select=None))
+
+
+def _stream_mutants(model: Any, block: Any, on: Callable[..., None]) -> None:
+    """The residual stream's and the norms' mistakes: a boundary read at the wrong side of a sublayer, one norm for the other."""
+    if _available(block, "attention_norm_output", "mlp_norm_output") and _differ(model, block, "attention_norm_output", "mlp_norm_output"):
+        on(block, "mlp_norm_output read at the attention's norm", "norm_outputs_feed_the_sublayers", "mlp_norm_output against",
+           "mlp_norm_output pointed at the attention's norm: the same layout, the wrong sublayer's input", mlp_norm_output="attention_norm_output")
+    if _available(block, "layer_mid", "layer_output") and "mlp" in block.__dict__:
+        on(block, "layer_output read at the mid stream", "contribution", "against layer_output",
+           "layer_output pointed at the stream between the sublayers, before the MLP adds to it", layer_output="layer_mid")
+        on(block, "layer_mid read at the block's input", "mid_stream", "against layer_mid",
+           "layer_mid pointed at the stream entering the block, before the attention adds to it", layer_mid="layer_input")
+    if _available(block, "layer_input", "attention_norm_output"):
+        on(block, "layer_input read at the attention norm", "contribution", "against layer_output",
+           "layer_input pointed at the first norm's output, what the attention reads, instead of the stream itself",
+           layer_input="attention_norm_output")
+
+
+def _mlp_mutants(model: Any, mlp: Any, on: Callable[..., None]) -> None:
+    """The MLP's and the mixture's mistakes: a value one operation off, or a routing declared as a sibling's."""
+    if _available(mlp, "mlp_output"):
+        on(mlp, "mlp_output read at the MLP's input", "contribution", "against layer_output",
+           "mlp_output pointed at what the MLP is called with, the norm's output, instead of what it returns",
+           mlp_output=type(mlp).mlp_output.at("input", select=None))
+    if _available(mlp, "mlp_activation", "mlp_neurons") and _differ(model, mlp, "mlp_activation", "mlp_neurons"):
+        on(mlp, "neurons read at the activation", "neurons_make_contribution", "against mlp_neurons",
+           "mlp_neurons pointed at act_fn's output: on a gated MLP that misses the up projection it is multiplied by",
+           mlp_neurons="mlp_activation")
+    if _available(mlp, "expert_weights", "router_logits"):
+        reason = "the routing declared as a sibling's: the chosen weights renormalized where the router does not, or not where it does"
+        component = type(mlp)
+        flipped = type(f"Mutated{component.__name__}", (component,), {"__doc__": reason, "normalizes": lambda self: not component.normalizes(self)})
+        on(mlp, "routing renormalization flipped", "routing_follows_scoring", "against route(router_logits)", reason, component=flipped)
+    if _available(mlp, "shared_expert_output", "routed_output", "mixture_output"):
+        on(mlp, "routed_output read at the mixture's output", "mixture_adds_up", "against mixture_output",
+           "routed_output pointed at the mixture's output, which already holds the shared expert's share", routed_output="mixture_output")
 
 
 def killed(mutant: Mutant, case: Any = None) -> Any:

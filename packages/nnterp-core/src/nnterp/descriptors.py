@@ -76,11 +76,14 @@ class EProperty(eproperty):
         unavailable: Reason = None,
         select: Select = None,
         assign_in_place: bool = False,
+        read_only: str | None = None,
     ) -> None:
         super().__init__(key=None, description=description)
         self.key = key
         self.select = select
         self.assign_in_place = assign_in_place
+        #: why the value cannot be assigned (it is read off the inputs, or derived), or None where it can
+        self.read_only = read_only
         self._unavailable = unavailable
         self.owner: type | None = None
 
@@ -106,6 +109,7 @@ class EProperty(eproperty):
             "unavailable": self._unavailable,
             "select": self.select,
             "assign_in_place": self.assign_in_place,
+            "read_only": self.read_only,
             **changes,
         }
         moved = (type(self) if type(self) in (EProperty, TokenEProperty) else EProperty)(**settings)
@@ -367,6 +371,8 @@ class EProperty(eproperty):
         return self._preprocess(obj, served) if self._preprocess is not None else served
 
     def __set__(self, obj: Any, value: Any) -> None:
+        if self.read_only is not None:
+            raise AttributeError(f"{self.name} is read-only: {self.read_only}")
         self._check(obj)
         self._in_order(obj, "written", self._assign, obj, value)
         note_served(Mediator.current(self.name), self, obj)
@@ -409,7 +415,7 @@ class DerivedEProperty(EProperty):
     def __init__(
         self, compute: Callable[[Any], Any], description: str | None = None, unavailable: Reason = None
     ) -> None:
-        super().__init__(key=None, description=description, unavailable=unavailable)
+        super().__init__(key=None, description=description, unavailable=unavailable, read_only="derived from other values")
         self.compute = compute
         self.__doc__ = compute.__doc__
 
@@ -426,9 +432,6 @@ class DerivedEProperty(EProperty):
         value = self.compute(obj)
         mark(value, spelled_cached(obj, self.name))
         return value
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        raise AttributeError(f"{self.name} is derived from other values and read-only")
 
 
 class TokenEProperty(EProperty):

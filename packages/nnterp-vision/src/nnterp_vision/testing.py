@@ -16,6 +16,7 @@ import pytest
 import torch
 from nnterp import EProperty, Unavailable
 from nnterp import registry
+from nnterp_conformance.mutants import moved
 
 from .components import VisionAttention, no_images
 from .components.qwen import QwenVisionAttention
@@ -35,6 +36,16 @@ class PatternAtScores(VisionAttention):
     attention_probabilities = VisionAttention.attention_probabilities.at(
         "source.attention_interface_1.source.nn_functional_softmax_0.input"
     )
+
+
+QueriesKeysSwapped = moved(
+    VisionAttention, "The queries served as the keys and the keys as the queries: a tower has as many key heads as query heads, so the shapes agree.",
+    called="QueriesKeysSwapped", attention_queries="attention_keys", attention_keys="attention_queries",
+)
+
+ValuesAsKeys = moved(
+    VisionAttention, "The values read at the keys' operation: the same layout, another tensor.", called="ValuesAsKeys", attention_values="attention_keys",
+)
 
 
 class QwenWrongContribution(QwenVisionAttention):
@@ -76,8 +87,9 @@ def features_returned(tower: type) -> type:
 def tower_breaks(attention: type, tower: type, misread: type, message: str, returned: type | None = None) -> tuple[tuple[str, dict, str], ...]:
     """The breaks a tower's family is shown failing on, as ``VisionFamilyTests.breaks`` rows.
 
-    The attention module type ``attention`` keyed to a wrong contribution and
-    to a pattern read at the scores; the tower module type ``tower`` keyed to
+    The attention module type ``attention`` keyed to a wrong contribution, to
+    a pattern read at the scores, to its queries and keys swapped and to its
+    values read as its keys; the tower module type ``tower`` keyed to
     ``misread`` (its image features read elsewhere: the check fails with
     ``message``) and, given ``returned`` (the tower's component), to the
     features the model returns, which a write cannot move.
@@ -85,6 +97,8 @@ def tower_breaks(attention: type, tower: type, misread: type, message: str, retu
     rows = [
         ("vision_contribution", {attention: WrongContribution}, "against layer_output: off by"),
         ("vision_pattern_is_softmax_of_scores", {attention: PatternAtScores}, "against attention_probabilities: off by"),
+        ("vision_scores_are_queries_against_keys", {attention: QueriesKeysSwapped}, "queries @ keys^T against attention_scores"),
+        ("vision_head_outputs_are_pattern_against_values", {attention: ValuesAsKeys}, "attention_probabilities @ attention_values"),
         ("image_features_reach_the_text", {tower: misread}, message),
     ]
     if returned is not None:

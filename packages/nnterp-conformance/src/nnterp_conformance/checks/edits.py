@@ -94,3 +94,68 @@ def skip_hands_on_hidden(model: Any, case: Case) -> str:
         sent = hidden.detach().clone().save()
     expect_close(f"layers[{layer}].skip(hidden): layers[{layer + 1}].layer_input against hidden", received, sent)
     return f"layers[{layer}] skipped; layers[{layer + 1}] received the replacement"
+
+
+
+def assignable(root: Any) -> list[tuple[int | None, str]]:
+    """Each value a user can assign below ``root`` (the model, or its vision tower), with the block it is tried on:
+    every served root value, and every served block value on the first block that has it. Read-only values (derived,
+    or read off the inputs) are left out."""
+    from nnterp.descriptors import declared_values
+
+    own = declared_values(type(root))
+    found: list[tuple[int | None, str]] = [
+        (None, name) for name, value in own.items() if value.read_only is None and value.reason(root) is None
+    ]
+    for name, reasons in root.support().items():
+        if name in own:
+            continue
+        blocks = [layer for layer in range(root.num_layers) if not reasons or layer not in reasons]
+        writable = [layer for layer in blocks if _descriptor(root.layers[layer], name).read_only is None]
+        found.extend((layer, name) for layer in writable[:1])
+    return found
+
+
+def _descriptor(block: Any, dotted: str) -> Any:
+    host, _, name = f".{dotted}".rpartition(".")
+    return type(get(block, host[1:]) if host else block).values()[name]
+
+
+def _assigned_back(model: Any, prefix: str, layer: int | None, name: str, prompts: Any, inputs: dict) -> tuple[Any, bool]:
+    """The logits of a trace in which ``name`` (on block ``layer`` below ``prefix``) is assigned what it reads, and
+    whether it read a value at all (a fresh prompt's state_input reads None)."""
+    path = f"{prefix}{name}" if layer is None else f"{prefix}layers.{layer}.{name}"
+    host, _, attribute = path.rpartition(".")
+    read: list[bool] = []  # filled inside the trace, whose locals do not come back out
+    with torch.no_grad(), model.trace(prompts, **inputs):
+        target = get(model, host) if host else model
+        value = getattr(target, attribute)
+        read.append(value is not None)
+        if value is not None:
+            setattr(target, attribute, value.clone())
+        logits = model.logits.detach().clone().save()
+    return logits, read[0]
+
+
+def assign_each_back(model: Any, root: Any, prefix: str, prompts: Any, inputs: dict) -> str:
+    """Assign every assignable value below ``root`` what it reads, one trace each, and fail where the logits move."""
+    with torch.no_grad(), model.trace(prompts, **inputs):
+        baseline = model.logits.detach().clone().save()
+    done, none = [], []
+    for layer, name in assignable(root):
+        where = f"{prefix}{name}" if layer is None else f"{prefix}layers[{layer}].{name}"
+        try:
+            logits, read = _assigned_back(model, prefix, layer, name, prompts, inputs)
+        except Exception as error:  # noqa: BLE001 - a write-back that breaks the forward is this check's failure
+            raise CheckFailure(f"{where}, assigned what it reads: the forward broke ({type(error).__name__}: {error})") from None
+        expect_close(f"{where}, assigned what it reads: the logits against the unassigned run's", logits, baseline)
+        (done if read else none).append(where)
+    if not done:
+        raise CheckFailure("no value could be assigned")
+    return f"{len(done)} values assigned back unchanged" + (f"; {len(none)} read None ({', '.join(none)})" if none else "")
+
+
+@check("edits")
+def assigning_what_was_read_changes_nothing(model: Any, case: Case) -> str:
+    """Every assignable value, assigned what it reads, leaves the logits as they were: each write-back lays the value out as the model holds it."""
+    return assign_each_back(model, model, "", case.batch, {})

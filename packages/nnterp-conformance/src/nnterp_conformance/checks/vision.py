@@ -158,6 +158,55 @@ def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
     return str(gaps)
 
 
+class ImageRun:
+    """The case's image batch in one trace, as ``interior.reads`` takes a run: every query a patch or token of its row."""
+
+    steps = 0
+
+    def __init__(self, model: Any, case: Case) -> None:
+        self.prompts, images = image_inputs(model, case)
+        self.inputs = {"images": images}
+
+    def real_queries(self, seq: int) -> torch.Tensor:
+        return torch.ones(1, 1, seq, 1, dtype=torch.bool)
+
+
+def tower_block(layer: int) -> Any:
+    """The tower block ``layer``, as ``interior.reads`` takes a block."""
+    return lambda model: model.vision.layers[layer]
+
+
+@check("vision", applies=has_vision)
+def vision_scores_are_queries_against_keys(model: Any, case: Case) -> str:
+    """On every tower block: attention_scores == scaling * queries @ repeat_kv(keys)^T (+ score_bias) where the mask keeps a key."""
+    from .interior import KEYS, PATTERN, QUERIES, SCORES, scores_gap
+
+    run, gaps = ImageRun(model, case), Gaps()
+    for layer in vision_blocks(model, QUERIES, KEYS, SCORES, PATTERN):
+        gaps.add(scores_gap(model, tower_block(layer), run, f"vision.layers[{layer}]"))
+    return str(gaps)
+
+
+@check("vision", applies=has_vision)
+def vision_head_outputs_are_pattern_against_values(model: Any, case: Case) -> str:
+    """On every tower block: attention_head_outputs == attention_probabilities @ repeat_kv(attention_values)."""
+    from .interior import HEADS, PATTERN, VALUES, heads_gap
+
+    run, gaps = ImageRun(model, case), Gaps()
+    for layer in vision_blocks(model, VALUES, PATTERN, HEADS):
+        gaps.add(heads_gap(model, tower_block(layer), run, f"vision.layers[{layer}]"))
+    return str(gaps)
+
+
+@check("vision", applies=has_vision)
+def tower_values_assigned_back_change_nothing(model: Any, case: Case) -> str:
+    """Every assignable value of the tower and its blocks, assigned what it reads, leaves the logits as they were."""
+    from .edits import assign_each_back
+
+    prompts, images = image_inputs(model, case)
+    return assign_each_back(model, model.vision, "vision.", prompts, {"images": images})
+
+
 @check("vision", applies=has_vision)
 def vision_interior_feeds_the_output(model: Any, case: Case) -> str:
     """Writing a tower block's queries, keys or values moves its attention_output (writing them back unchanged does not).

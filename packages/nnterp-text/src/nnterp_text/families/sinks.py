@@ -60,6 +60,11 @@ class ScaledSinkAttention(Attention):
         """Each head's output before the sink scales it, ``[batch, seq, num_heads, head_dim]``: the pattern against the values."""
         return seq_first(value)
 
+    @ungated_head_outputs.postprocess
+    def ungated_head_outputs(self, value: Tensor) -> Tensor:
+        # an assignment is laid back out heads first, as the matmul returned it
+        return seq_first(value)
+
     @property
     def sink_logits(self) -> Any:
         """The sink logit of each head, ``[num_heads]``, that scales its output by ``sigmoid(logsumexp(scores) - sink)``."""

@@ -75,14 +75,10 @@ class Vision(Standard):
         """The tower's ``last_hidden_state``, ``[images, patches, vision_hidden_size]``. Assign to replace it."""
         return value
 
-    @EProperty("/inputs", "Which tokens are image placeholders", no_images)
+    @EProperty("/inputs", "Which tokens are image placeholders", no_images, read_only="it is read off the model's input_ids")
     def image_token_mask(self, value: Any) -> ImageTokenMask:
         """Where the image tokens are, ``[batch, seq]``: ``input_ids == image_token_id``. Read-only."""
         return _input_ids(value) == image_token_id(self)
-
-    @image_token_mask.postprocess
-    def image_token_mask(self, value: Tensor) -> Tensor:
-        raise AttributeError("image_token_mask is read off the model's input_ids and read-only")
 
     @EProperty(_scatter_key, "The image features the text model receives at the image tokens", no_images, _scatter_argument)
     def image_features(self, value: Tensor) -> ImageFeatures:

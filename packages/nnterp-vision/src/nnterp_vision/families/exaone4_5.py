@@ -52,6 +52,8 @@ FAMILY = VisionFamily(
         "exaone4_5": {
             "norm_outputs_feed_the_sublayers": "a post-norm block",
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+            "vision_scores_are_queries_against_keys": "this packed tower's attention",
+            "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",
         },
     },
 )

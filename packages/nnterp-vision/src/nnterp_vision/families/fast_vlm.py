@@ -56,6 +56,8 @@ FAMILY = perception_lm.FAMILY.replace(
             "vision_contribution": "FastViT's blocks run on a 2D feature map whose width changes from stage",
             "vision_interior_feeds_the_output": "FastViT's blocks run on a 2D feature map whose width changes from stage",
             "vision_pattern_is_softmax_of_scores": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+            "vision_scores_are_queries_against_keys": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+            "vision_head_outputs_are_pattern_against_values": "FastViT's blocks run on a 2D feature map whose width changes from stage",
         },
     },
 )

@@ -49,6 +49,8 @@ FAMILY = VisionFamily(
     skips={
         "glm4v_moe": {
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+            "vision_scores_are_queries_against_keys": "this packed tower's attention",
+            "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",
         },
     },
 )

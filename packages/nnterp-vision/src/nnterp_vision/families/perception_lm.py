@@ -59,6 +59,8 @@ FAMILY = VisionFamily(
     skips={
         "perception_lm": {
             "vision_interior_feeds_the_output": "timm's attention splits one qkv projection and applies its rotary",
+            "vision_scores_are_queries_against_keys": "timm's attention splits one qkv projection and applies its rotary",
+            "vision_head_outputs_are_pattern_against_values": "timm's attention splits one qkv projection and applies its rotary",
         },
     },
 )

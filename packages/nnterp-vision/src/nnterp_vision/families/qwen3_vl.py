@@ -54,6 +54,8 @@ FAMILY = VisionFamily(
     skips={
         "qwen3_vl": {
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+            "vision_scores_are_queries_against_keys": "this packed tower's attention",
+            "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",
         },
     },
 )

@@ -55,6 +55,8 @@ FAMILY = qwen3_vl.FAMILY.replace(
         "qwen3_vl_moe": {
             "neurons_make_contribution": "a mixture of experts",
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
+            "vision_scores_are_queries_against_keys": "this packed tower's attention",
+            "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",
         },
     },
 )
