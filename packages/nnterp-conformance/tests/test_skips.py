@@ -43,3 +43,19 @@ def test_a_declared_skip_that_passes_fails(tiny_model, nnterp_profile, declaring
     declaring("llama", {"contribution": "a post-LN block"})
     with pytest.raises(AssertionError, match="contribution passes, yet its family declares it skips"):
         BaseConformance().test_check(tiny_model("llama"), "llama", "contribution", nnterp_profile)
+
+
+@pytest.mark.parametrize("drawn", [True, False])
+def test_a_check_kept_to_the_fixed_prompts_runs_once(tiny_model, nnterp_profile, monkeypatch, drawn):
+    from nnterp_conformance.checks import base
+
+    calls = []
+
+    def counted(model, case):
+        calls.append(case)
+        return "counted"
+
+    monkeypatch.setitem(base.CHECKS, "contribution", base.Check("contribution", counted, "residual", "counted", drawn=drawn))
+    BaseConformance().test_check(tiny_model("llama"), "llama", "contribution", nnterp_profile)
+    # the fixed prompts, then (unless kept to them) the profile's drawn cases
+    assert (len(calls) == 1) is not drawn and len(calls) >= 1

@@ -33,6 +33,8 @@ class Mutant:
     message: str
     #: the mistake, in one line
     reason: str
+    #: what the checkpoint is loaded with besides its own keyword arguments (``{"dtype": torch.bfloat16}``)
+    load: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 def moved(component: type, reason: str, called: str | None = None, **values: Any) -> type:
@@ -85,32 +87,14 @@ def standard_mutants(checkpoint: str) -> list[Mutant]:
         wrong = component or moved(type(envoy), reason, **values)
         mutants.append(Mutant(f"{checkpoint}: {what}", checkpoint, {type(envoy._module): wrong}, check, message, reason))
 
-    if "self_attn" in block.__dict__ and _available(block.self_attn, "attention_queries", "attention_keys", "attention_scores"):
+    if "self_attn" in block.__dict__:
         _attention_mutants(block.self_attn, on)
     _stream_mutants(model, block, on)
     if "mlp" in block.__dict__:
         _mlp_mutants(model, block.mlp, on)
-    if "vision" in model.__dict__ and model.vision.num_layers:
-        _tower_mutants(model.vision.layers[0], on)
+    if "vision" in model.__dict__ and model.vision.num_layers and "self_attn" in model.vision.layers[0].__dict__:
+        _attention_mutants(model.vision.layers[0].self_attn, on, TOWER_ATTENTION, who="tower ")
     return _judged_here(model, mutants)
-
-
-def _tower_mutants(block: Any, on: Callable[..., None]) -> None:
-    """A vision tower's attention's mistakes, judged by the tower's own checks."""
-    attention = block.__dict__.get("self_attn")
-    if attention is None or not _available(attention, "attention_queries", "attention_keys", "attention_scores", "attention_values"):
-        return
-    on(attention, "tower queries and keys swapped", "vision_scores_are_queries_against_keys", "queries @ keys^T",
-       "the tower's queries served as its keys and its keys as its queries: a tower has as many key heads as query heads",
-       attention_queries="attention_keys", attention_keys="attention_queries")
-    on(attention, "tower values read as keys", "vision_head_outputs_are_pattern_against_values", "attention_probabilities @ attention_values",
-       "the tower's values pointed at its keys' operation", attention_values="attention_keys")
-    on(attention, "tower pattern read at the scores", "vision_pattern_is_softmax_of_scores", "against attention_probabilities",
-       "the tower's pattern pointed at the softmax's input", attention_probabilities="attention_scores")
-    if "o_proj" in attention.__dict__:
-        on(attention, "tower contribution read before the output projection", "vision_contribution", "against layer_output",
-           "the tower's attention_output pointed at what its output projection receives: the same width on a ViT",
-           attention_output=type(attention).attention_output.at("o_proj.input", select=None))
 
 
 def _judged_here(model: Any, mutants: list[Mutant]) -> list[Mutant]:
@@ -122,19 +106,32 @@ def _judged_here(model: Any, mutants: list[Mutant]) -> list[Mutant]:
     return [mutant for mutant in mutants if passing[mutant.check]]
 
 
-def _attention_mutants(attention: Any, on: Callable[..., None]) -> None:
-    """The attention's mistakes: two values of one layout served for each other."""
-    on(attention, "queries and keys swapped", "scores_are_queries_against_keys", "queries @ keys^T",
+#: the checks that judge an attention's values, on a text block and on a vision tower's
+TEXT_ATTENTION = {
+    "scores": "scores_are_queries_against_keys", "heads": "head_outputs_are_pattern_against_values",
+    "pattern": "pattern_is_softmax_of_scores", "contribution": "contribution",
+}
+TOWER_ATTENTION = {name: f"vision_{check}" for name, check in TEXT_ATTENTION.items()}
+
+
+def _attention_mutants(attention: Any, on: Callable[..., None], checks: dict[str, str] = TEXT_ATTENTION, who: str = "") -> None:
+    """The attention's mistakes: two values of one layout served for each other, the contribution before the projection.
+
+    ``checks`` names the check judging each (a tower's own, ``TOWER_ATTENTION``), ``who`` prefixes the mutants' names.
+    """
+    if not _available(attention, "attention_queries", "attention_keys", "attention_scores", "attention_values"):
+        return
+    on(attention, f"{who}queries and keys swapped", checks["scores"], "queries @ keys^T",
        "the queries served as the keys and the keys as the queries: with as many key heads as query heads the shapes agree",
        attention_queries="attention_keys", attention_keys="attention_queries")
-    on(attention, "values read as keys", "head_outputs_are_pattern_against_values", "attention_probabilities @ attention_values",
+    on(attention, f"{who}values read as keys", checks["heads"], "attention_probabilities @ attention_values",
        "attention_values pointed at the keys' operation: the same layout, another tensor", attention_values="attention_keys")
-    on(attention, "pattern read at the scores", "pattern_is_softmax_of_scores", "softmax(attention_scores) against attention_probabilities",
+    on(attention, f"{who}pattern read at the scores", checks["pattern"], "softmax(attention_scores) against attention_probabilities",
        "attention_probabilities pointed at the softmax's input instead of its output", attention_probabilities="attention_scores")
-    on(attention, "scores read at the pattern", "scores_are_queries_against_keys", "queries @ keys^T",
+    on(attention, f"{who}scores read at the pattern", checks["scores"], "queries @ keys^T",
        "attention_scores pointed at the softmax's output instead of its input", attention_scores="attention_probabilities")
     if "o_proj" in attention.__dict__:
-        on(attention, "contribution read before the output projection", "contribution", "against layer_output",
+        on(attention, f"{who}contribution read before the output projection", checks["contribution"], "against layer_output",
            "attention_output pointed at what o_proj receives, the joined heads, instead of what it returns",
            attention_output=type(attention).attention_output.at("o_proj.input", select=None))
 
@@ -149,6 +146,10 @@ def _stream_mutants(model: Any, block: Any, on: Callable[..., None]) -> None:
            "layer_output pointed at the stream between the sublayers, before the MLP adds to it", layer_output="layer_mid")
         on(block, "layer_mid read at the block's input", "mid_stream", "against layer_mid",
            "layer_mid pointed at the stream entering the block, before the attention adds to it", layer_mid="layer_input")
+    if _available(block, "layer_input", "layer_output") and model.num_layers > 1:
+        on(block, "layer_input read at the block's output", "stream_continuity", "differs from layers[",
+           "layer_input pointed at what the block returns instead of what it receives: each block off by one",
+           layer_input="layer_output")
     if _available(block, "layer_input", "attention_norm_output"):
         on(block, "layer_input read at the attention norm", "contribution", "against layer_output",
            "layer_input pointed at the first norm's output, what the attention reads, instead of the stream itself",
@@ -184,11 +185,11 @@ def killed(mutant: Mutant, case: Any = None) -> Any:
     from .variants import with_envoys
 
     case = PROMPTS if case is None else case
-    passed = verdict(mutant.check, load(mutant.checkpoint), case)
+    passed = verdict(mutant.check, load(mutant.checkpoint, **mutant.load), case)
     if passed.status != "pass":
         raise AssertionError(f"{mutant.name}: {mutant.check} does not pass on the family itself: {passed}")
     family = with_envoys(family_named(checkpoint_family(mutant.checkpoint)), dict(mutant.envoys), name=f"mutant_{mutant.checkpoint}")
-    return verdict(mutant.check, load(mutant.checkpoint, family=family), case)
+    return verdict(mutant.check, load(mutant.checkpoint, family=family, **mutant.load), case)
 
 
 def score(mutants: list[Mutant], progress: Callable[[Mutant, Any], None] | None = None) -> tuple[int, int]:

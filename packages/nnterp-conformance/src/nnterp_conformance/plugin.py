@@ -52,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--nnterp-checkpoint", action="append", default=[], metavar="NAME_OR_PATH", help="check only this checkpoint (repeatable)")
     group.addoption("--nnterp-family", action="append", default=[], metavar="NAME", help="check only the registered checkpoints of this family (repeatable)")
     group.addoption("--nnterp-shard", default=None, metavar="I/N", help="check only the I-th of N stable shares of the checkpoints")
+    group.addoption(
+        "--nnterp-dtype", default=None, metavar="DTYPE", choices=("float32", "bfloat16", "float16"),
+        help="load the kit's checkpoints in this dtype (default: as each is registered, float32)",
+    )
 
 
 def family_of(checkpoint: str) -> str | None:
@@ -120,9 +124,14 @@ def tiny_model() -> Callable[..., Any]:
 
 
 @pytest.fixture(scope="session")
-def nnterp_model(tiny_model: Callable[..., Any], nnterp_checkpoint: str) -> Any:
-    """The model of the checkpoint this test is parametrized over."""
-    return tiny_model(nnterp_checkpoint)
+def nnterp_model(tiny_model: Callable[..., Any], nnterp_checkpoint: str, pytestconfig: pytest.Config) -> Any:
+    """The model of the checkpoint this test is parametrized over, in ``--nnterp-dtype`` where given."""
+    dtype = pytestconfig.getoption("nnterp_dtype")
+    if dtype is None:
+        return tiny_model(nnterp_checkpoint)
+    import torch
+
+    return tiny_model(nnterp_checkpoint, dtype=getattr(torch, dtype))
 
 
 @pytest.fixture(scope="session")

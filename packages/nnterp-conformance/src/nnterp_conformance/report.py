@@ -4,7 +4,8 @@
     uv run nnterp-conformance report --check    # exits non-zero if the committed files are stale
 
 Every record is computed: the kit runs on each registered tiny checkpoint (on
-the fixed prompts, so the result is the same on every run), and every other
+the fixed prompts, so the result is the same on every run), in float32 and on a
+bfloat16 load, and every other
 model type of transformers' causal-LM mapping is listed with the reason it is
 out of reach. Nobody edits the files by hand.
 """
@@ -72,6 +73,7 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
     verdicts = run(model)
     checks = {verdict.name: verdict.status for verdict in verdicts}
     failed = [verdict.name for verdict in verdicts if verdict.status == FAIL]
+    skipped = {verdict.name: verdict.detail for verdict in verdicts if verdict.status == "skip"}
     from nnterp.registry import family_module
 
     from .checkpoints import names, spec
@@ -84,14 +86,36 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
         "family": family_module(model.family),
         "status": FAIL if failed else PASS,
         "checks": checks,
+        "skipped": skipped,
         "unavailable": unavailable_reasons(model),
         "mixture": model_type in mixture_types(),
         "recurrent": recurrent_mixers(model),
     }
     if failed:
         entry["reason"] = "fails " + ", ".join(failed)
+    if checkpoint in names():
+        entry["half_precision"] = half_precision(checkpoint)
     return entry
 
+
+#: the dtype of the report's half-precision profile
+HALF = "bfloat16"
+
+
+def half_precision(checkpoint: str) -> dict[str, Any]:
+    """The kit on a bfloat16 load of ``checkpoint``, on the fixed prompts: pass, or the checks that fail and the
+    identity each names (its detail up to the size of the gap, which depends on the machine's rounding)."""
+    import torch
+
+    from .runner import load, run
+
+    verdicts = run(load(checkpoint, dtype=getattr(torch, HALF)))
+    failed = {verdict.name: GAP.split(verdict.detail)[0] for verdict in verdicts if verdict.status == FAIL}
+    return {"status": FAIL if failed else PASS, "failed": failed}
+
+
+#: where a failure's detail turns from the identity to the size of its gap
+GAP = re.compile(r": off by |: shapes differ")
 
 #: the recurrent mixer components, most general last: the report names a mixer by the first its class is
 MIXER_KINDS = ("LinearAttention", "SelectiveScan", "StateSpace", "RecurrentMixer")
@@ -228,12 +252,64 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
             by_reason.setdefault(reason, []).append(f"`{name}`")
         missing = "<br>".join(f"{', '.join(names)}: {_text(reason)}" for reason, names in by_reason.items()) or "none"
         lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |")
+    lines += interior_section(rows)
+    lines += half_precision_section(rows)
     lines += mixture_section(records, rows)
     lines += recurrent_section(records, rows)
     lines += vision_section(rows)
     lines += ["", "## Out of reach", "", "| model type | why |", "|---|---|"]
     lines += [f"| {entry['model_type']} | {_text(entry['reason'])} |" for entry in records if entry["status"] == OUT_OF_REACH]
     return "\n".join(lines) + "\n"
+
+
+#: the identities that tie a sublayer's interior values to each other, by what they are about
+INTERIOR = {
+    "attention": ("scores_are_queries_against_keys", "head_outputs_are_pattern_against_values", "norm_outputs_feed_the_sublayers"),
+    "recurrent mixer": ("states_follow_the_rule", "head_outputs_read_the_states", "written_states_land"),
+    "vision tower": ("vision_scores_are_queries_against_keys", "vision_head_outputs_are_pattern_against_values"),
+}
+
+
+def interior_section(rows: list[dict[str, Any]]) -> list[str]:
+    """Per checkpoint, each interior identity: holds, or skipped and why; a dash where the checkpoint has no such part."""
+    names = [name for group in INTERIOR.values() for name in group]
+    lines = [
+        "",
+        "## Interior identities",
+        "",
+        "Each identity ties a sublayer's interior values to each other (see [Adding a family](adding-a-family.md#reading-a-failing-check)): "
+        + "; ".join(f"{what}: {', '.join(f'`{name}`' for name in group)}" for what, group in INTERIOR.items())
+        + ". A cell is *holds*, the reason the identity skips there, or a dash where the checkpoint has no such part.",
+        "",
+        "| checkpoint | " + " | ".join(f"`{name}`" for name in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for entry in rows:
+        cells = []
+        for name in names:
+            status = entry["checks"].get(name)
+            cells.append("—" if status is None else "holds" if status == PASS else status if status == FAIL else _text(entry["skipped"][name]))
+        lines.append(f"| {entry['checkpoint']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def half_precision_section(rows: list[dict[str, Any]]) -> list[str]:
+    """How the kit fares on a bfloat16 load of every checkpoint that passes in float32, and why it does not where it does not."""
+    passing = [entry for entry in rows if entry["status"] == PASS and "half_precision" in entry]
+    failing = [entry for entry in passing if entry["half_precision"]["status"] != PASS]
+    lines = [
+        "",
+        "## Half precision",
+        "",
+        f"The kit on a {HALF} load of each checkpoint that passes in float32, on the fixed prompts, with the tolerances of "
+        f"`nnterp_conformance.tolerances`: **{len(passing) - len(failing)} of {len(passing)} pass**.",
+    ]
+    if failing:
+        lines += ["", "| checkpoint | check | the identity that does not hold |", "|---|---|---|"]
+        for entry in failing:
+            for name, what in entry["half_precision"]["failed"].items():
+                lines.append(f"| {entry['checkpoint']} | `{name}` | {_text(what)} |")
+    return lines
 
 
 def mixture_section(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:

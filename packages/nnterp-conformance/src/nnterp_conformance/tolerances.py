@@ -46,3 +46,9 @@ def close(
     gap, scale = difference(actual, expected)
     allowed = tolerance(dtype or expected.dtype, table) * scale
     return gap <= allowed, gap, allowed
+
+
+def coarsest(*tensors: torch.Tensor) -> torch.dtype:
+    """The dtype of ``tensors`` with the widest tolerance: what a sum of them, taken in float32, is judged by
+    (a block adding a half-precision sublayer to a float32 stream rounds as the half-precision term does)."""
+    return max((tensor.dtype for tensor in tensors), key=tolerance)

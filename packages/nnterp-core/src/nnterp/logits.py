@@ -11,8 +11,14 @@ import torch
 
 
 def unembed(model: Any, hidden: torch.Tensor) -> torch.Tensor:
-    """The final norm, then ``lm_head``: what the default family does."""
-    return model.lm_head(model.norm(hidden))
+    """The final norm, then ``lm_head``: what the default family does.
+
+    The norm's output is cast to ``lm_head``'s weights' dtype first, as a model keeping its stream in float32 under
+    half-precision weights does itself (Mamba's ``residual_in_fp32``); elsewhere the cast changes nothing.
+    """
+    normed = model.norm(hidden)
+    weight = getattr(model.lm_head._module, "weight", None)
+    return model.lm_head(normed if weight is None else normed.to(weight.dtype))
 
 
 def softcapped(model: Any, hidden: torch.Tensor) -> torch.Tensor:

@@ -81,6 +81,9 @@ class Check:
     kind: str
     description: str
     applies: Callable[[Any], bool] | None = None
+    #: whether the suite also runs it on drawn cases: False for a check whose identity is the same on any prompt
+    #: and that costs a trace per value (assigning every value back), which the fixed prompts already exercise
+    drawn: bool = True
 
     def applies_to(self, model: Any) -> bool:
         """Whether the check is about something ``model`` has (every check but a component's own, such as a mixture's)."""
@@ -103,16 +106,17 @@ class Verdict:
 CHECKS: dict[str, Check] = {}
 
 
-def check(kind: str, applies: Callable[[Any], bool] | None = None) -> Callable[[Callable[..., str]], Callable[..., str]]:
+def check(kind: str, applies: Callable[[Any], bool] | None = None, drawn: bool = True) -> Callable[[Callable[..., str]], Callable[..., str]]:
     """Register a check function under its name; its docstring's first line is its description.
 
     ``applies(model)`` limits it to the models that have what it is about: on
-    the others it is not run, nor reported, rather than skipped.
+    the others it is not run, nor reported, rather than skipped. ``drawn=False``
+    keeps the suite to the fixed prompts for it (``Check.drawn``).
     """
 
     def register(function: Callable[..., str]) -> Callable[..., str]:
         description = (function.__doc__ or function.__name__).strip().splitlines()[0]
-        CHECKS[function.__name__] = Check(function.__name__, function, kind, description, applies)
+        CHECKS[function.__name__] = Check(function.__name__, function, kind, description, applies, drawn)
         return function
 
     return register

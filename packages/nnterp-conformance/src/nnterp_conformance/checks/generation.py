@@ -7,6 +7,7 @@ from typing import Any
 import nnsight
 import torch
 
+from ..tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, check, expect_close, get, input_shape
 from .residual import contribution_blocks
 
@@ -34,7 +35,10 @@ def contribution_at_every_step(model: Any, case: Case) -> str:
         for layer, (stream, *terms, output) in zip(blocks, step):
             if output.shape[1] != expected:
                 raise CheckFailure(f"step {index}, layers[{layer}]: {output.shape[1]} positions, expected {expected}")
-            gaps.add(expect_close(f"step {index}, layers[{layer}]: the contribution identity", stream + sum(terms), output))
+            parts = [stream, *terms]
+            # summed in float32 and judged by the coarsest dtype, as the contribution check is
+            total = sum(part.float() for part in parts)
+            gaps.add(expect_close(f"step {index}, layers[{layer}]: the contribution identity", total, output.float(), dtype=coarsest(*parts, output)))
     if len(steps) != STEPS:
         raise CheckFailure(f"read {len(steps)} steps of {STEPS}")
     return f"{STEPS} steps; {gaps}"

@@ -159,6 +159,12 @@ def heads_gap(model: Any, host: Any, run: Any, what: str) -> float:
     heads_name = f"self_attn.{mixed}"
     found = reads(model, host, (VALUES, PATTERN, heads_name), False, run)
     pattern, heads = found[PATTERN], found[heads_name]
+    if pattern.dtype != found[VALUES].dtype:
+        # the values are weighed by the pattern in one dtype: a matmul takes both in it
+        raise CheckFailure(
+            f"{what}: attention_probabilities @ attention_values mixes {pattern.dtype} with {found[VALUES].dtype}: the attention "
+            "weighs the values by the pattern in their own dtype (the pattern read before its cast to the model's dtype?)"
+        )
     values = repeat_kv(found[VALUES].float(), pattern.shape[1], f"{what}: attention_probabilities @ attention_values")
     if pattern.shape[-1] != values.shape[-2]:
         raise CheckFailure(

@@ -9,11 +9,12 @@ its gated norm) or one early (the keys before their activation) shows as a gap a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
 from ..recurrences import recurrence
+from ..tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close
 from .interior import DecodeStep, Prompt, reads, text_block
 from .recurrent import _recurrent, is_recurrent
@@ -49,50 +50,50 @@ def _runs(model: Any, case: Case) -> tuple[tuple[Prompt, str], ...]:
     return (Prompt(model, case), "the prompt"), (DecodeStep(model, case), "a decode step")
 
 
-def _read(model: Any, layer: int, names: tuple[str, ...], run: Prompt) -> dict[str, torch.Tensor]:
-    """``names`` of block ``layer`` on ``run``, the mixer keeping the state after every token; all float32."""
+def _read(model: Any, layer: int, names: tuple[str, ...], run: Prompt) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """``names`` of block ``layer`` on ``run``, the mixer keeping the state after every token: each in float32, and each
+    as served. A comparison is judged by the coarsest of them: a kernel that takes half-precision
+    queries or gates and keeps its state in float32 rounds as its half-precision inputs do."""
     with model.layers[layer].linear_attn.keeping_states():
         found = reads(model, text_block(layer), names, False, run)
-    return {name: value.float() for name, value in found.items() if value is not None}
+    found = {name: value for name, value in found.items() if value is not None}
+    return {name: value.float() for name, value in found.items()}, found
+
+
+def _each(model: Any, case: Case, names: tuple[str, ...]) -> Iterator[tuple[str, Any, Any, dict, torch.dtype]]:
+    """For the prompt and a decode step, each ruled block's ``(what, mixer, rule, values, dtype)``: the values
+    ``names`` in float32 (with ``state_input`` on a decode step), and the coarsest dtype they were served in, which a
+    comparison is judged by."""
+    blocks = _ruled(model, names)
+    for run, label in _runs(model, case):
+        for layer in blocks:
+            mixer = model.layers[layer].linear_attn
+            found, served = _read(model, layer, names + ((STATE_INPUT,) if run.steps else ()), run)
+            yield f"layers[{layer}], {label}", mixer, recurrence(mixer), found, coarsest(*served.values())
 
 
 @check("recurrent", applies=is_recurrent)
 def states_follow_the_rule(model: Any, case: Case) -> str:
     """states[:, t] is the mixer's rule applied to states[:, t - 1] (state_input, or zeros, before the first) and token t's keys, values, decays and betas."""
-    names = (KEYS, VALUES, DECAYS, BETAS, STATES)
-    blocks = _ruled(model, names)
     gaps = Gaps()
-    for run, label in _runs(model, case):
-        for layer in blocks:
-            mixer = model.layers[layer].linear_attn
-            rule = recurrence(mixer)
-            found = _read(model, layer, names + ((STATE_INPUT,) if run.steps else ()), run)
-            states = found[STATES]
-            before = found.get(STATE_INPUT, torch.zeros_like(states[:, 0]))
-            for t in range(states.shape[1]):
-                expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], found[DECAYS][:, t], found[BETAS][:, t])
-                what = f"layers[{layer}], {label}, token {t}: the state by {rule.writes} against states[:, {t}]"
-                gaps.add(expect_close(what, states[:, t], expected))
-                before = states[:, t]
+    for what, mixer, rule, found, dtype in _each(model, case, (KEYS, VALUES, DECAYS, BETAS, STATES)):
+        states = found[STATES]
+        before = found.get(STATE_INPUT, torch.zeros_like(states[:, 0]))
+        for t in range(states.shape[1]):
+            expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], found[DECAYS][:, t], found[BETAS][:, t])
+            gaps.add(expect_close(f"{what}, token {t}: the state by {rule.writes} against states[:, {t}]", states[:, t], expected, dtype=dtype))
+            before = states[:, t]
     return str(gaps)
 
 
 @check("recurrent", applies=is_recurrent)
 def head_outputs_read_the_states(model: Any, case: Case) -> str:
     """attention_head_outputs[:, t] is token t's queries reading states[:, t] by the mixer's rule (with the D * x skip where it has one)."""
-    names = (QUERIES, VALUES, STATES, HEADS)
-    blocks = _ruled(model, names)
     gaps = Gaps()
-    for run, label in _runs(model, case):
-        for layer in blocks:
-            mixer = model.layers[layer].linear_attn
-            rule = recurrence(mixer)
-            found = _read(model, layer, names, run)
-            states, heads = found[STATES], found[HEADS]
-            if heads.shape[1] != states.shape[1]:
-                raise CheckFailure(f"layers[{layer}], {label}: {heads.shape[1]} head outputs for {states.shape[1]} states")
-            expected = torch.stack(
-                [rule.read(mixer, states[:, t], found[QUERIES][:, t], found[VALUES][:, t]) for t in range(states.shape[1])], dim=1
-            )
-            gaps.add(expect_close(f"layers[{layer}], {label}: {rule.reads} against attention_head_outputs", heads, expected))
+    for what, mixer, rule, found, dtype in _each(model, case, (QUERIES, VALUES, STATES, HEADS)):
+        states, heads = found[STATES], found[HEADS]
+        if heads.shape[1] != states.shape[1]:
+            raise CheckFailure(f"{what}: {heads.shape[1]} head outputs for {states.shape[1]} states")
+        expected = torch.stack([rule.read(mixer, states[:, t], found[QUERIES][:, t], found[VALUES][:, t]) for t in range(states.shape[1])], dim=1)
+        gaps.add(expect_close(f"{what}: {rule.reads} against attention_head_outputs", heads, expected, dtype=dtype))
     return str(gaps)

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from ..tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixers_of, read, require, sublayers
 
 #: the stream values around a block's contributions
@@ -49,12 +50,15 @@ def contribution(model: Any, case: Case) -> str:
     gaps = Gaps()
     for layer, terms in blocks.items():
         found = values[layer]
-        total = found["layer_input"] + sum(found[name] for name in terms)
+        parts = [found["layer_input"], *(found[name] for name in terms)]
+        # summed in float32: a block may keep its stream in float32 under half-precision sublayers (Mamba)
+        total = sum(part.float() for part in parts)
         gaps.add(
             expect_close(
                 f"layers[{layer}]: layer_input + {' + '.join(name.split('.')[-1] for name in terms)} against layer_output",
                 total,
-                found["layer_output"],
+                found["layer_output"].float(),
+                dtype=coarsest(*parts, found["layer_output"]),
             )
         )
     return str(gaps)

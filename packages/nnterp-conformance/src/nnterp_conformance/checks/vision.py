@@ -198,7 +198,7 @@ def vision_head_outputs_are_pattern_against_values(model: Any, case: Case) -> st
     return str(gaps)
 
 
-@check("vision", applies=has_vision)
+@check("vision", applies=has_vision, drawn=False)
 def tower_values_assigned_back_change_nothing(model: Any, case: Case) -> str:
     """Every assignable value of the tower and its blocks, assigned what it reads, leaves the logits as they were."""
     from .edits import assign_each_back
