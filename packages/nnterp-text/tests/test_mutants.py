@@ -5,13 +5,16 @@ mistakes their arithmetic invites. A survivor is a failing test, fixed by a stro
 ``uv run nnterp-conformance mutants`` prints the same catalogue's score.
 """
 
+import torch
 from nnterp import Attention, Layer
 from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
 from transformers.models.falcon.modeling_falcon import FalconAttention as FalconModule
 from transformers.models.gemma2.modeling_gemma2 import Gemma2DecoderLayer
+from transformers.models.granite_swa.modeling_granite_swa import GraniteSWAAttention as GraniteSWAModule
 from transformers.models.llama.modeling_llama import LlamaAttention
 
 from nnterp_text.families.falcon import FalconAttention
+from nnterp_text.families.granite_swa import GraniteSWAAttention
 from nnterp_text.families.gemma2 import FAMILY as GEMMA2
 
 #: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
@@ -23,12 +26,22 @@ STANDARD_CHECKPOINTS = (
 )
 
 ROTARY = "source.apply_rotary_pos_emb_0.inputs"
+#: the eager interface's softmax, which computes in float32 before the pattern is cast to the model's dtype
+SOFTMAX = "source.attention_interface_1.source.nn_functional_softmax_0.output"
+
+
+def _without_write_back(value):
+    """``value`` read as it is, its write-back dropped: an assignment lands in the served layout, not the model's."""
+    dropped = value.at()
+    dropped._postprocess = None
+    return dropped
 
 
 def family_mutants() -> list[Mutant]:
     """The mistakes particular families invite, each against the real component it would corrupt."""
     gemma_layer = GEMMA2.envoys.get("layers.*", Layer)
     before_cache = "keys and values read before layer_past.update: right on a prompt, one token short of the pattern on a decode step"
+    seq_first_back = "the heads served seq first but written back as they are, not transposed to the matmul's heads-first layout (shipped, then fixed)"
     return [
         Mutant(
             "llama: keys read before the rotary embedding", "llama",
@@ -48,6 +61,18 @@ def family_mutants() -> list[Mutant]:
                 attention_values=FalconAttention.attention_values.at("source.value_layer_0.output", select=None),
             )},
             "scores_are_queries_against_keys", "keys read before the cache", before_cache,
+        ),
+        Mutant(
+            "llama: pattern read before its cast, under bfloat16", "llama",
+            {LlamaAttention: moved(Attention, "before the cast", attention_probabilities=Attention.attention_probabilities.at(SOFTMAX))},
+            "head_outputs_are_pattern_against_values", "mixes torch.float32 with torch.bfloat16",
+            "the pattern read at the float32 softmax, before .to(query.dtype): equal in float32, a rounding apart in bfloat16",
+            load={"dtype": torch.bfloat16},
+        ),
+        Mutant(
+            "granite_swa: ungated head outputs written back seq first", "granite_swa",
+            {GraniteSWAModule: moved(GraniteSWAAttention, seq_first_back, ungated_head_outputs=_without_write_back(GraniteSWAAttention.ungated_head_outputs))},
+            "assigning_what_was_read_changes_nothing", "ungated_head_outputs, assigned what it reads", seq_first_back,
         ),
         Mutant(
             "gemma2: mlp_norm_output keyed on post_attention_layernorm", "gemma2",

@@ -3,7 +3,7 @@ read off the path the image takes, each killed by the check it names. A survivor
 stronger check, never by deleting the mutant.
 """
 
-from nnterp_conformance.mutants import Mutant, killed, standard_mutants
+from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
 from transformers.models.clip.modeling_clip import CLIPVisionModel
 from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
@@ -13,6 +13,12 @@ from nnterp_vision.testing import features_at, features_returned
 
 #: a CLIP tower (LLaVA), a SigLIP tower (PaliGemma), Idefics3's and Pixtral's (one packed sequence of patches)
 TOWER_CHECKPOINTS = ("llava", "paligemma", "idefics3", "llava_pixtral")
+
+
+def _patches_without_write_back() -> type:
+    dropped = Vision.patch_embeddings.at()
+    dropped._postprocess = None
+    return moved(Vision, "patch_embeddings without its write-back", called="PatchesWithoutWriteBack", patch_embeddings=dropped)
 
 
 def family_mutants() -> list[Mutant]:
@@ -25,6 +31,9 @@ def family_mutants() -> list[Mutant]:
         Mutant("llava: image features read where the model returns them", "llava", {CLIPVisionModel: features_returned(Vision)},
                "written_image_values_move_downstream", "left the logits unchanged",
                "image_features read at the copy the model returns after the text model ran: equal, and a write moves nothing"),
+        Mutant("llava: patch embeddings written back in the served layout", "llava", {CLIPVisionModel: _patches_without_write_back()},
+               "tower_values_assigned_back_change_nothing", "vision.patch_embeddings, assigned what it reads",
+               "patch_embeddings served one row per patch, but an assignment swapped in as it is, not laid back out as the convolution's map"),
         Mutant("paligemma: image features read where the model returns them", "paligemma", {SiglipVisionModel: features_returned(SiglipVision)},
                "written_image_values_move_downstream", "left the logits unchanged",
                "image_features read at the copy the model returns after the text model ran: equal, and a write moves nothing"),
