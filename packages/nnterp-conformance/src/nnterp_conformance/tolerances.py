@@ -48,7 +48,11 @@ def close(
     return gap <= allowed, gap, allowed
 
 
-def coarsest(*tensors: torch.Tensor) -> torch.dtype:
-    """The dtype of ``tensors`` with the widest tolerance: what a sum of them, taken in float32, is judged by
-    (a block adding a half-precision sublayer to a float32 stream rounds as the half-precision term does)."""
-    return max((tensor.dtype for tensor in tensors), key=tolerance)
+def coarsest(*found: torch.Tensor | torch.dtype) -> torch.dtype:
+    """The dtype with the widest tolerance among tensors' dtypes and dtypes: what a comparison over them is judged by.
+
+    A block adding a half-precision sublayer to a float32 stream rounds as the half-precision term does; a value a
+    model upcasts to float32 (its logits, its router's) after computing it from half-precision weights carries
+    their rounding, so such a comparison also names the model's dtype (``checks.base.model_dtype``).
+    """
+    return max((item if isinstance(item, torch.dtype) else item.dtype for item in found), key=tolerance)

@@ -234,6 +234,11 @@ def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwar
     return gap
 
 
+def model_dtype(model: Any) -> torch.dtype:
+    """The dtype of the model's weights: what it computes in, whatever dtype it upcasts a result to."""
+    return next(parameter.dtype for parameter in model._module.parameters() if parameter.is_floating_point())
+
+
 def prompt_lengths(model: Any, case: Case) -> list[int]:
     """The number of tokens of each of the case's prompts, once tokenized."""
     return [len(prompt) if not isinstance(prompt, str) else len(model.tokenizer(prompt)["input_ids"]) for prompt in case.prompts]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tolerances import BATCH_TOLERANCE
-from .base import Case, Gaps, Skip, check, expect_close, read, require
+from ..tolerances import BATCH_TOLERANCE, coarsest
+from .base import Case, Gaps, Skip, check, expect_close, model_dtype, read, require
 
 
 @check("batching")
@@ -28,6 +28,7 @@ def padded_rows_match_alone(model: Any, case: Case) -> str:
                     together[row : row + 1, -length:],
                     single,
                     table=BATCH_TOLERANCE,
+                    dtype=coarsest(single, model_dtype(model)),
                 )
             )
     return str(gaps)

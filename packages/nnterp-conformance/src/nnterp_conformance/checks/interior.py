@@ -16,6 +16,7 @@ import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp import Unavailable
 
+from ..tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get, prompt_lengths, require
 
 QUERIES, KEYS, VALUES = "self_attn.attention_queries", "self_attn.attention_keys", "self_attn.attention_values"
@@ -129,7 +130,8 @@ def scores_gap(model: Any, host: Any, run: Any, what: str) -> float:
     # a masked key's probability is exactly zero; a padding row's scores are all masked, its pattern meaningless
     kept = (pattern.float() > 0) & run.real_queries(scores.shape[-2])
     try:
-        return expect_close(f"{what}: scaling * queries @ keys^T against attention_scores where the mask keeps a key", scores.float()[kept], expected[kept], dtype=scores.dtype)
+        judged = coarsest(scores, found[QUERIES], found[KEYS])  # scores upcast to float32 from half-precision queries round as those do
+        return expect_close(f"{what}: scaling * queries @ keys^T against attention_scores where the mask keeps a key", scores.float()[kept], expected[kept], dtype=judged)
     except CheckFailure as failure:
         hint = "" if has_bias else " (if the family adds a term to its scores, ALiBi or a learned bias, its attention declares it in score_bias)"
         raise CheckFailure(f"{failure}{hint}") from None

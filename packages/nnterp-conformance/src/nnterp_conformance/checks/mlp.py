@@ -8,7 +8,8 @@ import nnsight
 import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 
-from .base import Case, Gaps, check, expect_close, require
+from ..tolerances import coarsest
+from .base import Case, Gaps, check, expect_close, model_dtype, require
 
 
 def _up_half(mlp: Any) -> Any:
@@ -74,7 +75,8 @@ def neurons_make_contribution(model: Any, case: Case) -> str:
         up = found.get("up")
         expected = found["activation"] if up is None else found["activation"] * up
         formula = "mlp_activation" if up is None else "mlp_activation * up_proj.output"
-        gaps.add(expect_close(f"layers[{layer}]: {formula} against mlp_neurons", found["neurons"], expected))
+        judged = coarsest(found["neurons"], model_dtype(model))  # neurons upcast from half-precision projections round as they do
+        gaps.add(expect_close(f"layers[{layer}]: {formula} against mlp_neurons", found["neurons"], expected, dtype=judged))
         # a family serving token-flat neurons per row ([batch, seq, ...]) projects them in that layout
         projected, output = found["projected"], found["output"]
         projected = projected.reshape(output.shape) if projected.numel() == output.numel() else projected

@@ -10,9 +10,8 @@ from typing import Any
 
 import torch
 
-from ..tolerances import BATCH_TOLERANCE
-from ..tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, input_shape, read, require
+from ..tolerances import BATCH_TOLERANCE, coarsest
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, input_shape, model_dtype, read, require
 
 
 def _mixtures(model: Any) -> list[int]:
@@ -92,7 +91,8 @@ def routing_follows_scoring(model: Any, case: Case) -> str:
             )
         if weighed:
             # judged by the router's dtype: a half-precision router scores half-precision logits, rounding once at least
-            gaps.add(expect_close(f"layers[{layer}]: expert_weights against route(router_logits)", weights, routed_weights, dtype=coarsest(logits, weights)))
+            judged = coarsest(logits, weights, model_dtype(model))
+            gaps.add(expect_close(f"layers[{layer}]: expert_weights against route(router_logits)", weights, routed_weights, dtype=judged))
         else:
             gaps.add(0.0)
     return str(gaps)
@@ -207,6 +207,7 @@ def token_rows_stay_apart(model: Any, case: Case) -> str:
                     batched[row : row + 1, -length:].float(),
                     single.float(),
                     table=BATCH_TOLERANCE,
+                    dtype=coarsest(single, model_dtype(model)),
                 )
             )
     first, second = case.batch[0], case.batch[1]
@@ -224,6 +225,7 @@ def token_rows_stay_apart(model: Any, case: Case) -> str:
             untouched[:, -length:].float(),
             alone.float(),
             table=BATCH_TOLERANCE,
+            dtype=coarsest(alone, model_dtype(model)),
         )
     )
     return str(gaps)
