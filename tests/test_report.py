@@ -35,3 +35,13 @@ def test_the_markdown_is_rendered_from_the_json():
 def test_the_readme_headline_is_the_reports_count():
     readme = (DOCS.parent / "README.md").read_text()
     assert report.with_headline(readme, committed()) == readme, "the README's headline is stale: run uv run nnterp-conformance report"
+
+
+def test_every_half_precision_failure_is_declared_with_why():
+    # the report's bfloat16 failures are exactly what each family declares, so the table says why for every row
+    from nnterp.registry import checkpoint_family, family_named
+
+    for checkpoint, entry in report.checkpoint_records(committed()).items():
+        declared = family_named(checkpoint_family(checkpoint)).half_precision_failures.get(checkpoint, {})
+        failed = entry["half_precision"]["failed"]
+        assert set(failed) == set(declared), f"{checkpoint}: fails {sorted(failed)} in bfloat16, its family declares {sorted(declared)}"

@@ -102,3 +102,14 @@ def test_the_catalog_indexes_every_field_a_family_declares():
     assert index.modules == {"x": "pkg.families.x"} and index.model_types == {"a": "x", "b": "x"}
     assert index.model_classes == {"XForCausalLM": "x"} and index.checkpoints == {"x-small": ("x", "a")}
     assert catalog().model_types["llama"] == "default"
+
+
+@pytest.mark.parametrize("field", ["skips", "half_precision_failures"])
+def test_a_declaration_for_a_checkpoint_the_family_lacks_is_refused(field):
+    with pytest.raises(ValueError, match=f"declares {field} for elsewhere, which are not among its tiny checkpoints"):
+        Family(name="stray", **{field: {"elsewhere": {"contribution": "why"}}})
+
+
+def test_a_sibling_declares_its_own_half_precision_failures():
+    with_failures = default.FAMILY.replace(name="x", tiny={"x": TinyConfig("llama")}, half_precision_failures={"x": {"contribution": "why"}})
+    assert with_failures.replace(name="y").half_precision_failures == {}

@@ -109,9 +109,12 @@ def half_precision(checkpoint: str) -> dict[str, Any]:
 
     from .runner import load, run
 
+    from nnterp.registry import checkpoint_family, family_named
+
     verdicts = run(load(checkpoint, dtype=getattr(torch, HALF)))
     failed = {verdict.name: GAP.split(verdict.detail)[0] for verdict in verdicts if verdict.status == FAIL}
-    return {"status": FAIL if failed else PASS, "failed": failed}
+    declared = family_named(checkpoint_family(checkpoint)).half_precision_failures.get(checkpoint, {})
+    return {"status": FAIL if failed else PASS, "failed": failed, "why": {name: declared.get(name) for name in failed}}
 
 
 #: where a failure's detail turns from the identity to the size of its gap
@@ -305,10 +308,16 @@ def half_precision_section(rows: list[dict[str, Any]]) -> list[str]:
         f"`nnterp_conformance.tolerances`: **{len(passing) - len(failing)} of {len(passing)} pass**.",
     ]
     if failing:
-        lines += ["", "| checkpoint | check | the identity that does not hold |", "|---|---|---|"]
+        lines[-1] += " Where one does not, its family declares why (`half_precision_failures`):"
+        lines += [
+            "",
+            "| checkpoint | check | the identity that does not hold | why |",
+            "|---|---|---|---|",
+        ]
         for entry in failing:
             for name, what in entry["half_precision"]["failed"].items():
-                lines.append(f"| {entry['checkpoint']} | `{name}` | {_text(what)} |")
+                why = entry["half_precision"]["why"].get(name) or "not declared"
+                lines.append(f"| {entry['checkpoint']} | `{name}` | {_text(what)} | {_text(why)} |")
     return lines
 
 

@@ -66,6 +66,10 @@ class Family:
     #: lacks, a mode it cannot run): ``{"gpt2": {"mid_stream": "parallel block"}}``. The kit holds its verdicts
     #: to it: a skip not declared here fails, and so does a declared one that passes or gives another reason
     skips: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    #: by tiny checkpoint, the kit's checks that fail on a bfloat16 load of it, each with why: what the model itself
+    #: does otherwise in half precision (a top-k choosing another of two values its rounding ties). The report
+    #: holds the half-precision profile to it: an undeclared failure, or a declared check that passes, is stale
+    half_precision_failures: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     #: why the root has no ``norm`` (a post-LN model's last block normalizes the stream itself); None: it has one
     no_final_norm: str | None = None
     #: ``(config as a dict) -> Family | None``: the family serving this checkpoint where its names depend on the
@@ -87,10 +91,12 @@ class Family:
     def __post_init__(self) -> None:
         for name in ("rename", "envoys", "load_defaults", "tiny"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-        object.__setattr__(self, "skips", _frozen({checkpoint: _frozen(checks) for checkpoint, checks in self.skips.items()}))
-        strays = sorted(set(self.skips) - set(self.tiny))
-        if strays:
-            raise ValueError(f"the {self.name} family declares skips for {', '.join(strays)}, which are not among its tiny checkpoints")
+        for field in ("skips", "half_precision_failures"):
+            declared = getattr(self, field)
+            object.__setattr__(self, field, _frozen({checkpoint: _frozen(checks) for checkpoint, checks in declared.items()}))
+            strays = sorted(set(declared) - set(self.tiny))
+            if strays:
+                raise ValueError(f"the {self.name} family declares {field} for {', '.join(strays)}, which are not among its tiny checkpoints")
         object.__setattr__(self, "model_types", tuple(self.model_types))
         object.__setattr__(self, "model_classes", tuple(self.model_classes))
 
@@ -144,7 +150,7 @@ class Family:
 
 
 #: what a copy does not inherit: a sibling serves its own model types, with its own checkpoints
-OWN_FIELDS: dict[str, Any] = {"model_types": (), "model_classes": (), "tiny": {}, "skips": {}}
+OWN_FIELDS: dict[str, Any] = {"model_types": (), "model_classes": (), "tiny": {}, "skips": {}, "half_precision_failures": {}}
 
 #: the hooks a wrapper takes from its text family where it sets none itself
 INHERITED_HOOKS = ("no_final_norm", "position_ids", "project_on_vocab")

@@ -84,4 +84,12 @@ FAMILY = default.FAMILY.replace(
             "zeroed_slot_leaves_the_sum": "one expert per token",
         },
     },
+    half_precision_failures={
+        "zaya": {
+            "routing_follows_scoring": (
+                "the router takes top-k of a softmax computed in bfloat16: where experts' probabilities round to one "
+                "value (three of five at one token of the tiny checkpoint) it may pick any, the kit's float32 scoring another"
+            ),
+        },
+    },
 )
