@@ -2,3 +2,16 @@
 import nnterp  # noqa: F401
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The mutation score of the run: how many of the mutants it ran their named checks killed."""
+    ran = [
+        report
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if report.when == "call" and "test_every_mutant_is_killed_by_its_check[" in report.nodeid
+    ]
+    if ran:
+        killed = sum(report.passed for report in ran)
+        terminalreporter.write_line(f"mutation score: {killed}/{len(ran)} ({100 * killed // len(ran)}%)")

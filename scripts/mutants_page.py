@@ -27,7 +27,7 @@ INTRO = """# The mutation catalogue
 The kit is as strong as the wrong families it kills. Each row below is a real family's component with one value
 moved where a careless author, or a transformers release moving an operation, would put it; the project's tests
 (`tests/test_mutants.py` in each package) assert that the named check fails on it with the identity it names, and a
-survivor is a failing test. The standard rows are what `standard_mutants(checkpoint)` proposes for any family
+survivor is a failing test, and `uv run pytest` ends by printing the mutation score. The standard rows are what `standard_mutants(checkpoint)` proposes for any family
 (`uv run nnterp-conformance mutants <checkpoint>`); the others are the mistakes a family's own arithmetic invites.
 See [Adding a family](adding-a-family.md#running-the-mutants-against-a-family) to run them on yours.
 
