@@ -10,12 +10,16 @@ from nnterp import Attention, Layer
 from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
 from transformers.models.falcon.modeling_falcon import FalconAttention as FalconModule
 from transformers.models.gemma2.modeling_gemma2 import Gemma2DecoderLayer
+from transformers.models.granite.modeling_granite import GraniteAttention as GraniteModule
+from transformers.models.opt.modeling_opt import OPTDecoderLayer
 from transformers.models.granite_swa.modeling_granite_swa import GraniteSWAAttention as GraniteSWAModule
 from transformers.models.llama.modeling_llama import LlamaAttention
 
 from nnterp_text.families.falcon import FalconAttention
 from nnterp_text.families.granite_swa import GraniteSWAAttention
+from nnterp.components.scaled import GraniteAttention
 from nnterp_text.families.gemma2 import FAMILY as GEMMA2
+from nnterp_text.families.opt import OPTLayer, token_flat
 
 #: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
 #: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
@@ -37,12 +41,39 @@ def _without_write_back(value):
     return dropped
 
 
+def _put_back_as_it_was(value):
+    """A scaled contribution whose unedited read hands the model its own tensor back, off the served product's record."""
+    kept = value.at()
+    divided = kept._transform
+
+    def write_back(envoy, view, served):
+        original, unedited = getattr(view, "_nnterp_scaled_from", (None, None))
+        if original is not None and torch.equal(view, unedited):
+            return original
+        return divided(envoy, view, served)
+
+    kept._transform = write_back
+    return kept
+
+
 def family_mutants() -> list[Mutant]:
     """The mistakes particular families invite, each against the real component it would corrupt."""
     gemma_layer = GEMMA2.envoys.get("layers.*", Layer)
     before_cache = "keys and values read before layer_past.update: right on a prompt, one token short of the pattern on a decode step"
     seq_first_back = "the heads served seq first but written back as they are, not transposed to the matmul's heads-first layout (shipped, then fixed)"
+    unscaled_back = "the scaled contribution's unedited read put back as the model's own tensor: right values, but the served product is off the graph (shipped, then fixed)"
+    flat_mid = "layer_mid read where the final norm takes the flattened stream: a view beside the residual, so no gradient reaches it (shipped, then fixed)"
     return [
+        Mutant(
+            "granite: scaled attention_output put back off the graph", "granite",
+            {GraniteModule: moved(GraniteAttention, unscaled_back, attention_output=_put_back_as_it_was(GraniteAttention.attention_output))},
+            "gradients_are_derivatives", "is not on the path", unscaled_back,
+        ),
+        Mutant(
+            "opt: layer_mid read at the final norm's flat input", "opt",
+            {OPTDecoderLayer: moved(OPTLayer, flat_mid, layer_mid=token_flat(Layer.layer_mid, "final_layer_norm.input"))},
+            "gradients_are_derivatives", "is not on the path", flat_mid,
+        ),
         Mutant(
             "llama: keys read before the rotary embedding", "llama",
             {LlamaAttention: moved(Attention, "keys before rotation", attention_keys=Attention.attention_keys.at(ROTARY, select=1))},

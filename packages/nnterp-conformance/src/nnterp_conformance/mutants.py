@@ -150,10 +150,22 @@ def _stream_mutants(model: Any, block: Any, on: Callable[..., None]) -> None:
         on(block, "layer_input read at the block's output", "stream_continuity", "differs from layers[",
            "layer_input pointed at what the block returns instead of what it receives: each block off by one",
            layer_input="layer_output")
+    if _available(block, "layer_output"):
+        on(block, "layer_output served detached", "gradients_are_derivatives", "is not on the path",
+           "layer_output served as value.detach(): the same numbers and storage, so sums and in-place edits hold, but no "
+           "gradient reaches it", layer_output=_detached(type(block).layer_output))
     if _available(block, "layer_input", "attention_norm_output"):
         on(block, "layer_input read at the attention norm", "contribution", "against layer_output",
            "layer_input pointed at the first norm's output, what the attention reads, instead of the stream itself",
            layer_input="attention_norm_output")
+
+
+def _detached(value: Any) -> Any:
+    """``value`` served off autograd's record: what a careless preprocess ending in ``.detach()`` serves."""
+    detached = value.at()
+    base = detached._preprocess
+    detached._preprocess = lambda envoy, served: (base(envoy, served) if base is not None else served).detach()
+    return detached
 
 
 def _mlp_mutants(model: Any, mlp: Any, on: Callable[..., None]) -> None:

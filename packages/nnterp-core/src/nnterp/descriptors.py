@@ -138,7 +138,7 @@ class EProperty(eproperty):
         def write_back(envoy: Any, view: Any, served: Any) -> Any:
             original, unedited = getattr(view, "_nnterp_scaled_from", (None, None))
             if original is not None and torch.equal(view, unedited):
-                return original
+                return gradient_through(original, view, factor(envoy))
             return view / factor(envoy)
 
         moved._preprocess = read
@@ -357,9 +357,14 @@ class EProperty(eproperty):
         raw = Mediator.value(location)
         served = self._serve(obj, raw, last)
         value = self._preprocess(obj, served) if self._preprocess is not None else served
-        if self._transform is not None:
-            write_back = partial(self._write_back, obj, value, served, raw, last)
-            mediator.transform = WriteBack(write_back, value, self, location, occurrence)
+        if self._transform is None:
+            return self._laid_out_for_user(obj, location, last, raw, served, value)
+        write_back = partial(self._write_back, obj, value, served, raw, last)
+        mediator.transform = WriteBack(write_back, value, self, location, occurrence)
+        return value
+
+    def _laid_out_for_user(self, obj: Any, location: str, last: str, raw: Any, served: Any, value: Any) -> Any:
+        """An untransformed read's value in the layout the user sees: as the preprocess left it (``TokenEProperty`` unflattens it)."""
         return value
 
     def _write_back(self, obj: Any, view: Any, served: Any, raw: Any, last: str) -> Any:
@@ -395,6 +400,19 @@ class EProperty(eproperty):
         if not self._plain(last):
             value = self._unserve(obj, raw, last, value)
         Mediator.swap(location, value)
+
+
+def gradient_through(original: Any, view: Any, factor: float) -> Any:
+    """``original``'s exact values, differentiated through ``view = original * factor``: an unedited scaled read put back.
+
+    The forward goes on with the model's own tensor bit for bit (``view -
+    view.detach()`` is zero), but where autograd records, the gradient reaches
+    the model's tensor through the served ``view``, so ``view.grad`` in a
+    backward is the metric's derivative with respect to the value as served.
+    """
+    if not (torch.is_grad_enabled() and getattr(view, "requires_grad", False)):
+        return original
+    return original.detach() + (view - view.detach()) / factor
 
 
 def _rebuilt(cls: type, state: dict) -> "EProperty":
@@ -465,8 +483,34 @@ class TokenEProperty(EProperty):
         return dims is not None and tensor.ndim == len(dims)
 
     def _read(self, obj: Any) -> Any:
+        if self._transform is None:
+            return super()._read(obj)  # laid out (and differentiated through) by _laid_out_for_user
         location, _ = self._locate(obj)
         return self._invoke_rows(location, super()._read(obj))
+
+    def _laid_out_for_user(self, obj: Any, location: str, last: str, raw: Any, served: Any, value: Any) -> Any:
+        rows = self._invoke_rows(location, value)
+        # a stream bound under two names is written in place (assign_in_place): a swap would reach only one of them
+        if rows is not value and value is served and not self.assign_in_place and torch.is_grad_enabled() and rows.requires_grad:
+            self._differentiated_through(obj, location, last, raw, value, rows)
+        return rows
+
+    def _differentiated_through(self, obj: Any, location: str, last: str, raw: Any, flat: Any, rows: Any) -> None:
+        """Hand the model its flat tensor back as a view of the rows served, so a backward reaches the value as served.
+
+        The values and the storage are the model's own (an in-place edit of
+        the rows still lands), only autograd's record now passes through the
+        served rows. Under several invokes each serves a slice of the batch,
+        and the flat tensor is left as it was: ``.grad`` reaches only the
+        whole batch's rows.
+        """
+        if getattr(flat, "_nnsight_batch", False):
+            return
+        total, start, size = self._rows(location, flat)
+        if size != total:
+            return
+        through = rows.reshape(flat.shape)
+        Mediator.swap(location, through if self._plain(last) else self._unserve(obj, raw, last, through))
 
     def _invoke_rows(self, location: str, flat: Any) -> Any:
         """This invoke's ``[batch, seq, ...]`` rows of the model's tensor, as a view."""

@@ -118,6 +118,21 @@ class Layer(Standard):
         """
         super().skip((hidden, None) if self.returns_a_tuple() else hidden)
 
+    def read_beside_the_stream(self) -> str | None:
+        """Why later blocks read this block's input by another way than the stream (a state it hands on, the embeddings
+        every block takes), or None.
+
+        Where one does, the gradient reaching ``layer_input`` is more than what
+        flows back through the block from ``layer_output``, and the kit's
+        ``gradient_flows_back_through_each_block`` says so instead of holding it.
+        """
+        return None
+
+    @property
+    def index(self) -> int:
+        """This block's position in the model's block list."""
+        return int(self.path.rsplit(".", 1)[-1])
+
     def returns_a_tuple(self) -> bool:
         """Whether this block returns a tuple led by the stream: what its forward's return statements say, else ``returns_tuple``."""
         said = returned_tuple(type(self._module))

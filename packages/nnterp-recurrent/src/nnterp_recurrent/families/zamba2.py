@@ -45,11 +45,17 @@ def _hybrid(envoy: Any) -> bool:
     return isinstance(envoy._module, modeling.Zamba2HybridLayer)
 
 
+EMBEDDINGS_SHARED = "every hybrid block hands the embeddings (layers[0].layer_input) to the shared transformer, beside its stream"
+
+
 class Zamba2Layer(Layer):
     """Either kind of Zamba2 block: on a hybrid one the attention's pre-norm is twice as wide and there is no mid stream."""
 
     attention_norm_output = Layer.attention_norm_output.at(unavailable=lambda envoy: CONCAT_NORM if _hybrid(envoy) else None)
     layer_mid = Layer.layer_mid.at(unavailable=lambda envoy: NO_MID if _hybrid(envoy) else None)
+
+    def read_beside_the_stream(self) -> str | None:
+        return EMBEDDINGS_SHARED if self.index == 0 else None
 
 
 class Zamba2SharedAttention(Attention):

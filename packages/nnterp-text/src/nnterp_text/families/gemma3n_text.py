@@ -45,6 +45,8 @@ FAMILY = gemma2.FAMILY.replace(
         "gemma3n_text": {
             "contribution": "AltUp",
             "contribution_at_every_step": "AltUp",
+            "gradients_follow_the_stream": "AltUp",
+            "gradient_flows_back_through_each_block": "AltUp",
             "logits_from_last_layer": "AltUp",
             "mid_stream": "AltUp",
             "padded_rows_match_alone": "AltUp",

@@ -24,7 +24,7 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Moe, PostNormMlp, TinyConfig, unavailable
+from nnterp import Moe, PostNormMlp, SandwichLayer, TinyConfig, unavailable
 from nnterp.components.moe import WEIGHTED_SLOTS
 
 from . import gemma2
@@ -84,13 +84,26 @@ class ScaledStreamMlp(Moe, PostNormMlp):
         return weights * self.parent.router._module.per_expert_scale[indices].float(), indices
 
 
+PER_LAYER_INPUTS = (
+    "the model projects every block's per-layer input from the embeddings (layers[0].layer_input), so later blocks "
+    "read them beside the stream"
+)
+
+
+class PerLayerInputLayer(SandwichLayer):
+    """Gemma 2's sandwich block, on a model that feeds every block a per-layer input made from the embeddings."""
+
+    def read_beside_the_stream(self) -> str | None:
+        return PER_LAYER_INPUTS if self.index == 0 and getattr(self._module, "hidden_size_per_layer_input", None) else None
+
+
 #: per-layer head widths and inputs shrunk, and a softcap that bites
 SIZES = {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "sliding_window": 4, "final_logit_softcapping": 3.0}
 
 FAMILY = gemma2.FAMILY.replace(
     name="gemma4_text",
     model_types=("gemma4_text", "gemma4_unified_text"),
-    envoys={**gemma2.FAMILY.envoys, "layers.*.mlp": ScaledStreamMlp},
+    envoys={**gemma2.FAMILY.envoys, "layers.*": PerLayerInputLayer, "layers.*.mlp": ScaledStreamMlp},
     tiny={
         **{model_type: TinyConfig(model_type, {**SIZES}) for model_type in ("gemma4_text", "gemma4_unified_text")},
         # its mixture switched on

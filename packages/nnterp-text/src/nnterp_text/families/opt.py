@@ -38,7 +38,9 @@ def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
 class OPTLayer(InlineMlpLayer):
     """An OPT block: its ``final_layer_norm`` is the MLP's pre-norm, and everything from it on is token-flat."""
 
-    layer_mid = token_flat(Layer.layer_mid, "final_layer_norm.input")
+    #: the sum ``residual + hidden_states`` before the block flattens it: the flat tensor is a view of it under two names
+    #: (the residual and the norm's input), so a write here, and a gradient, reach both
+    layer_mid = Layer.layer_mid.at("source.hidden_states_2.output")
     mlp_norm_output = token_flat(Layer.mlp_norm_output, "final_layer_norm.output")
     mlp_input = token_flat(Layer.mlp_input, "mlp.up_proj.input")
 

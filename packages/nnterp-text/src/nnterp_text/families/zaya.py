@@ -32,8 +32,14 @@ RESCALED = (
 )
 
 
+ROUTER_STATE = "the block hands the next one a router state computed from its stream, beside the stream"
+
+
 class ZayaLayer(CarryingLayer):
     carried = ("prev_router_hidden_states", 1)
+
+    def read_beside_the_stream(self) -> str | None:
+        return ROUTER_STATE if self.index < self.root.num_layers - 1 else None
 
 
 class ZayaAttention(Attention):

@@ -1,0 +1,166 @@
+"""Gradients: what ``.grad`` reads inside ``backward()`` is the metric's derivative, and it flows back along the stream.
+
+A served value a forward identity cannot tell from the model's own (a
+detached tensor, or a copy read beside it) still sums and still edits, but no
+gradient reaches it; and a stream value that is not the one the next block
+reads carries a gradient that is not the stream's. These checks differentiate
+one fixed scalar of the logits (a random direction over the last position's
+vocabulary) and compare nnsight's ``.grad`` with ``torch.autograd.grad`` on
+the same tensors, then the gradients with each other along the residual stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from nnterp.reasons import PARALLEL
+
+from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, get, model_dtype, mixers_of, sublayers
+from ..tolerances import coarsest
+
+#: the block values whose gradients are checked: the stream's three points and the contributions added to it
+STREAM = ("layer_input", "layer_mid", "layer_output")
+
+
+def metric(logits: torch.Tensor) -> torch.Tensor:
+    """The scalar the checks differentiate: the last position's logits against a fixed random direction, in float32."""
+    generator = torch.Generator().manual_seed(0)
+    direction = torch.randn(logits.shape[-1], generator=generator).to(logits.device)
+    return (logits[:, -1].float() * direction).sum()
+
+
+def _writable(model: Any, layer: int, name: str) -> bool:
+    host, _, attribute = f".{name}".rpartition(".")
+    return type(get(model.layers[layer], host[1:]) if host else model.layers[layer]).values()[attribute].read_only is None
+
+
+def differentiable(model: Any) -> dict[str, list[int]]:
+    """Each stream value and contribution, with the blocks that serve it read from the model (not derived); ``Skip`` if none."""
+    names = dict.fromkeys(STREAM)
+    for layer in range(model.num_layers):
+        names.update(dict.fromkeys(sublayers(model, layer)))
+    found = {}
+    for name in names:
+        blocks = [layer for layer in available(model, name) if _writable(model, layer, name)]
+        if blocks:
+            found[name] = blocks
+    if not found:
+        raise Skip("no block serves a stream value or a contribution read from the model")
+    return found
+
+
+def gradients(model: Any, case: Case, name: str, blocks: list[int]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """``name``'s gradient on each of ``blocks``: as ``torch.autograd.grad`` computes it, and as ``.grad`` serves it.
+
+    One trace: the values are read in block order, the metric's derivative is
+    taken directly (keeping the graph), then ``backward()`` runs and each
+    ``.grad`` is read in the order the backward reaches it (the last block first).
+    """
+    direct: list = []
+    served: list = []
+    unused: list = []
+    with model.trace(case.batch):
+        values = [get(model.layers[layer], name) for layer in blocks]
+        scalar = metric(model.logits)
+        unused.extend(layer for layer, value in zip(blocks, values) if not value.requires_grad)  # off autograd's record
+        found = torch.autograd.grad(scalar, values, retain_graph=True, allow_unused=True) if not unused else ()
+        unused.extend(layer for layer, gradient in zip(blocks, found) if gradient is None)
+        if not unused:
+            direct.extend(gradient.detach().clone() for gradient in found)
+            with scalar.backward():
+                for value in reversed(values):
+                    served.append(value.grad.detach().clone())
+    if unused:
+        raise CheckFailure(
+            f"layers[{unused[0]}].{name} is not on the path from the model's inputs to its logits: no gradient can reach "
+            "it (a copy or a detached tensor is served instead of the one the model computes with)"
+        )
+    return direct, served[::-1]
+
+
+@check("gradients", drawn=False)
+def gradients_are_derivatives(model: Any, case: Case) -> str:
+    """.grad read inside backward() on every stream value and contribution equals torch.autograd.grad of the same metric."""
+    gaps = Gaps()
+    for name, blocks in differentiable(model).items():
+        direct, served = gradients(model, case, name, blocks)
+        for layer, expected, actual in zip(blocks, direct, served):
+            gaps.add(expect_close(f"layers[{layer}].{name}.grad against torch.autograd.grad", actual, expected, dtype=coarsest(expected, model_dtype(model))))
+    return str(gaps)
+
+
+def _added_into(model: Any, layer: int, served: dict[str, list[int]]) -> dict[str, str]:
+    """Each contribution of block ``layer`` with the stream point it is added into, where the block says which.
+
+    The mixers add into ``layer_mid`` where the block serves it, the MLP (or a
+    block's last sublayer) into ``layer_output``; every sublayer of a parallel
+    block adds into ``layer_output``.
+    """
+    terms = sublayers(model, layer)
+    mid = layer in served.get("layer_mid", ())
+    parallel = (model.support().get("layer_mid") or {}).get(layer) == PARALLEL
+    mixers = {f"{mixer}.attention_output" for mixer in mixers_of(model, layer)}
+    found = {}
+    for index, term in enumerate(terms):
+        if parallel or (mid and term not in mixers) or (not mid and index == len(terms) - 1):
+            found[term] = "layer_output"
+        elif mid and term in mixers:
+            found[term] = "layer_mid"
+    return {term: point for term, point in found.items() if layer in served.get(term, ()) and layer in served.get(point, ())}
+
+
+def _through_blocks(model: Any, case: Case, blocks: list[int], leaving: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+    """Each block's ``layer_output`` gradient carried back to its ``layer_input`` through the block itself (``torch.autograd.grad``)."""
+    found: list = []
+    with model.trace(case.batch):
+        pairs = [(model.layers[layer].layer_input, model.layers[layer].layer_output) for layer in blocks]
+        for layer, (entering, output) in zip(blocks, pairs):
+            (carried,) = torch.autograd.grad(output, entering, grad_outputs=leaving[layer].to(output.dtype), retain_graph=True, allow_unused=True)
+            found.append(None if carried is None else carried.detach().clone())
+    return dict(zip(blocks, found))
+
+
+def _stream_gradients(model: Any, case: Case) -> tuple[dict[str, list[int]], dict[str, dict[int, torch.Tensor]]]:
+    served = differentiable(model)
+    if "layer_output" not in served:
+        reasons = model.support().get("layer_output") or {}
+        raise Skip(f"no block serves layer_output read from the model ({next(iter(reasons.values()), 'it is derived')})")
+    return served, {name: dict(zip(blocks, gradients(model, case, name, blocks)[1])) for name, blocks in served.items()}
+
+
+@check("gradients", drawn=False)
+def gradients_follow_the_stream(model: Any, case: Case) -> str:
+    """Each contribution's gradient is that of the stream point it is added into, and a block's layer_input gets the gradient the block before's layer_output gets."""
+    served, grads = _stream_gradients(model, case)
+    dtype = model_dtype(model)
+    gaps = Gaps()
+    for layer in range(model.num_layers):
+        for term, point in _added_into(model, layer, served).items():
+            gaps.add(expect_close(f"layers[{layer}].{term}.grad against {point}.grad", grads[term][layer], grads[point][layer], dtype=dtype))
+        if layer + 1 in grads.get("layer_input", {}) and layer in grads["layer_output"]:
+            gaps.add(expect_close(f"layers[{layer + 1}].layer_input.grad against layers[{layer}].layer_output.grad", grads["layer_input"][layer + 1], grads["layer_output"][layer], dtype=dtype))
+    if not gaps.count:
+        raise Skip("no block serves a contribution beside the stream point it is added into, nor the stream on both sides of a boundary")
+    return str(gaps)
+
+
+@check("gradients", drawn=False)
+def gradient_flows_back_through_each_block(model: Any, case: Case) -> str:
+    """layer_input.grad is layer_output.grad carried back through the block: the sum of what flows through its skip and each sublayer."""
+    served, grads = _stream_gradients(model, case)
+    both = [layer for layer in grads.get("layer_input", {}) if layer in grads["layer_output"]]
+    beside = {layer: model.layers[layer].read_beside_the_stream() for layer in both}
+    blocks = [layer for layer in both if beside[layer] is None]
+    if not blocks:
+        reasons = sorted({reason for reason in beside.values() if reason})
+        raise Skip(f"later blocks read each block's input beside the stream: {'; '.join(reasons)}" if reasons else "no block serves both its layer_input and its layer_output read from the model")
+    dtype = model_dtype(model)
+    gaps = Gaps()
+    for layer, carried in _through_blocks(model, case, blocks, grads["layer_output"]).items():
+        if carried is None:
+            raise CheckFailure(f"layers[{layer}].layer_output does not depend on layers[{layer}].layer_input in the model's graph")
+        gaps.add(expect_close(f"layers[{layer}].layer_input.grad against layer_output.grad carried back through the block", grads["layer_input"][layer], carried, dtype=dtype))
+    skipped = len(both) - len(blocks)
+    return str(gaps) + (f" ({skipped} blocks read beside the stream left out)" if skipped else "")
