@@ -25,17 +25,6 @@ PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world", "a b c"]
 TOKENS = [5, 17, 42]
 
 
-def direct(model, prompts, names):
-    """The values ``names`` (forward order) read in one plain trace of all prompts."""
-    out = []
-    with torch.no_grad(), model.trace(prompts):
-        for name in names:
-            host = model
-            *path, value = name.split(".")
-            for segment in path:
-                host = host[int(segment)] if segment.isdigit() else getattr(host, segment)
-            out.append(getattr(host, value).detach().clone())
-    return dict(zip(names, out))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +46,7 @@ def full(tiny_model):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_cache_matches_one_direct_trace(tiny_model, family):
+def test_cache_matches_one_direct_trace(tiny_model, family, read_directly):
     model = tiny_model(family)
     names = ["logits", "layers.*.layer_output", "layers.1.self_attn.attention_probabilities", "layers.-1.mlp.mlp_output"]
     cache = cache_values(model, PROMPTS, names, batch_size=2, progress=False)
@@ -69,7 +58,7 @@ def test_cache_matches_one_direct_trace(tiny_model, family):
         expected.append(f"layers.{index}.layer_output")
     expected.append("logits")
     assert list(cache) == expected  # expanded, negative index resolved, in forward order
-    reference = direct(model, PROMPTS, expected)
+    reference = read_directly(model, PROMPTS, expected)
     for name in expected:
         assert cache[name].shape == reference[name].shape, name
         torch.testing.assert_close(cache[name], reference[name], atol=1e-5, rtol=1e-4, msg=name)
@@ -84,12 +73,12 @@ def test_cache_matches_one_direct_trace(tiny_model, family):
     assert torch.equal(cache["layers.-1.mlp.mlp_output"], cache[f"layers.{last}.mlp.mlp_output"])
 
 
-def test_cache_reads_every_value_of_every_block_in_one_trace(tiny_model):
+def test_cache_reads_every_value_of_every_block_in_one_trace(tiny_model, read_directly):
     model = tiny_model("llama")
     order = block_order(model.layers[0])
     cache = cache_values(model, PROMPTS, [f"layers.*.{value}" for value in order], progress=False)
     assert len(cache) == model.num_layers * len(order)
-    reference = direct(model, PROMPTS, [f"layers.1.{value}" for value in order])
+    reference = read_directly(model, PROMPTS, [f"layers.1.{value}" for value in order])
     for name, value in reference.items():
         torch.testing.assert_close(cache[name], value, atol=1e-5, rtol=1e-4, msg=name)
 
@@ -143,12 +132,12 @@ def test_names_are_sorted_checked_and_unavailable_raises_before_running(tiny_mod
     assert not calls
 
 
-def test_device_and_dtype_per_batch(tiny_model):
+def test_device_and_dtype_per_batch(tiny_model, read_directly):
     model = tiny_model("llama")
     cache = cache_values(model, PROMPTS, ["layers.0.layer_output"], dtype=torch.float64, batch_size=1, progress=False)
     value = cache["layers.0.layer_output"]
     assert value.dtype == torch.float64 and value.device.type == "cpu" and value.shape[0] == len(PROMPTS)
-    reference = direct(model, PROMPTS, ["layers.0.layer_output"])["layers.0.layer_output"]
+    reference = read_directly(model, PROMPTS, ["layers.0.layer_output"])["layers.0.layer_output"]
     torch.testing.assert_close(value, reference.double(), atol=1e-5, rtol=1e-4)
 
 
@@ -169,13 +158,13 @@ def test_stop_at_layer_matches_the_full_run_and_skips_later_blocks(tiny_model, f
         cache_values(model, PROMPTS, ["logits"], progress=False, stop_at_layer=0)
 
 
-def test_a_forward_in_another_order_falls_back_to_one_worker_per_value(tiny_model):
+def test_a_forward_in_another_order_falls_back_to_one_worker_per_value(tiny_model, read_directly):
     # Falcon binds its values before applying rotary to queries and keys, against the declared order
     model = tiny_model("falcon")
     names = [f"layers.0.self_attn.{value}" for value in ("attention_queries", "attention_keys", "attention_values")]
     cache = cache_values(model, PROMPTS, names, batch_size=2, progress=False)
     for name in names:
-        reference = direct(model, PROMPTS, [name])[name]
+        reference = read_directly(model, PROMPTS, [name])[name]
         torch.testing.assert_close(cache[name], reference, atol=1e-5, rtol=1e-4, msg=name)
     early = cache_values(model, PROMPTS, names, batch_size=2, progress=False, stop_at_layer=0)
     for name in names:
@@ -186,11 +175,11 @@ def test_a_forward_in_another_order_falls_back_to_one_worker_per_value(tiny_mode
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_accumulated_resid_is_the_stream_at_each_boundary(full, family):
+def test_accumulated_resid_is_the_stream_at_each_boundary(full, family, read_directly):
     model, cache = full(family)
     stacked = accumulated_resid(cache)
     assert stacked.shape == (model.num_layers + 1, len(PROMPTS), cache.input_ids.shape[1], model.hidden_size)
-    reference = direct(model, PROMPTS, ["layers.0.layer_input", *[f"layers.{i}.layer_output" for i in range(model.num_layers)]])
+    reference = read_directly(model, PROMPTS, ["layers.0.layer_input", *[f"layers.{i}.layer_output" for i in range(model.num_layers)]])
     for row, value in zip(stacked, reference.values()):
         torch.testing.assert_close(row, value, atol=1e-5, rtol=1e-4)
 
@@ -228,14 +217,14 @@ def frozen_norm(module, final, contribution):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_attributions_match_the_direct_computation_and_sum_to_the_logit(full, family):
+def test_attributions_match_the_direct_computation_and_sum_to_the_logit(full, family, read_directly):
     model, cache = full(family)
     attribution = direct_logit_attribution(model, cache, TOKENS)
     values, labels, logits = attribution
     assert labels == [*decompose_resid(cache).labels, BIAS]
     assert values.shape == (len(labels), len(PROMPTS))
     # the model's own logits of the tokens, at every prompt's last position
-    reference = direct(model, PROMPTS, ["logits"])["logits"][:, -1]
+    reference = read_directly(model, PROMPTS, ["logits"])["logits"][:, -1]
     ids = torch.tensor(TOKENS)
     torch.testing.assert_close(logits, reference[torch.arange(len(PROMPTS)), ids], atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(values.sum(0), logits, atol=1e-5, rtol=1e-4)

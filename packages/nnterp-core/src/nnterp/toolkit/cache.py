@@ -21,12 +21,14 @@ from tqdm.auto import tqdm
 from ..components.standard import Standard
 from ..descriptors import declared_values
 from ..errors import Unavailable
+from .names import Layout, hook_of, standard_name
 
 #: the block's children whose values sit between its stream boundaries: the mixers before ``layer_mid``, the MLP before ``layer_output``
 MIXERS = ("self_attn", "linear_attn")
 FEED_FORWARD = ("mlp",)
 
 _LAYER_NAME = re.compile(r"^layers\.(\*|-?\d+)\.(.+)$")
+_HOOK_NAME = re.compile(r"^blocks\.(\*|-?\d+)\.(.+)$")
 
 
 class ValueCache(Mapping):
@@ -40,17 +42,39 @@ class ValueCache(Mapping):
 
     ``cache["layers.*.layer_output"]`` stacks a value over every layer,
     ``[num_layers, prompts, ...]`` (each layer must have been cached).
+
+    A value asked for by its TransformerLens hook name (``"blocks.3.attn.hook_q"``)
+    is keyed by that name and read in TransformerLens's layout
+    (``nnterp.toolkit.names``); its standard name reads it in the standard one.
     """
 
-    def __init__(self, values: dict[str, Tensor], input_ids: Tensor, attention_mask: Tensor, num_layers: int) -> None:
+    def __init__(
+        self,
+        values: dict[str, Tensor],
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        num_layers: int,
+        *,
+        spellings: dict[str, tuple[str, Layout]] | None = None,
+    ) -> None:
         self._values = dict(values)
         self.input_ids = input_ids
         self.attention_mask = attention_mask
         self.num_layers = num_layers
+        #: each TransformerLens name asked for (one layer each) -> its standard name and layout
+        self._spellings = dict(spellings or {})
 
     def __getitem__(self, name: str) -> Tensor:
         if name in self._values:
             return self._values[name]
+        if name in self._spellings:
+            standard, layout = self._spellings[name]
+            return layout.to_transformer_lens(self._values[standard])
+        match = _HOOK_NAME.match(name)
+        if match is not None and match.group(1) == "*":
+            return torch.stack([self[f"blocks.{index}.{match.group(2)}"] for index in range(self.num_layers)])
+        if match is not None and f"blocks.{int(match.group(1)) % self.num_layers}.{match.group(2)}" in self._spellings:
+            return self[f"blocks.{int(match.group(1)) % self.num_layers}.{match.group(2)}"]
         match = _LAYER_NAME.match(name)
         if match is not None and match.group(1) == "*":
             return self.stack(match.group(2))
@@ -62,10 +86,14 @@ class ValueCache(Mapping):
         raise KeyError(f"{name!r} was not cached; cached: {', '.join(self._values) or '(nothing)'}")
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
+        spelled: dict[str, list[str]] = {}
+        for hook, (standard, _) in self._spellings.items():
+            spelled.setdefault(standard, []).append(hook)
+        for name in self._values:
+            yield from spelled.get(name, [name])
 
     def __len__(self) -> int:
-        return len(self._values)
+        return sum(1 for _ in self)
 
     def stack(self, value: str) -> Tensor:
         """A block value over every layer, ``[num_layers, prompts, ...]``: ``stack("self_attn.attention_output")``."""
@@ -75,7 +103,7 @@ class ValueCache(Mapping):
         return torch.stack([self._values[f"layers.{index}.{value}"] for index in range(self.num_layers)])
 
     def __repr__(self) -> str:
-        rows = ", ".join(f"{name}: {tuple(tensor.shape)}" for name, tensor in self._values.items())
+        rows = ", ".join(f"{name}: {tuple(self[name].shape)}" for name in self)
         return f"ValueCache({len(self.attention_mask)} prompts, {{{rows}}})"
 
 
@@ -196,8 +224,11 @@ def cache_values(
     ``names`` are standard names: ``"logits"``, ``"layers.3.layer_output"``,
     ``"layers.3.self_attn.attention_probabilities"``; ``*`` stands for every
     layer (``"layers.*.mlp.mlp_output"``) and a negative index counts from the
-    end. Only what is asked for is read, in forward order within each trace
-    (``block_order``), without gradients.
+    end. TransformerLens hook names are read as the standard value that holds
+    the same tensor (``"blocks.3.hook_resid_pre"``, ``"blocks.*.attn.hook_z"``;
+    ``nnterp.toolkit.names``), keyed by the hook's name, one key per layer, in
+    TransformerLens's layout. Only what is asked for is read, in forward order
+    within each trace (``block_order``), without gradients.
 
     Prompts are tokenized once, together, and left-padded to the longest
     prompt overall, so every batch has the same length and the batches
@@ -222,7 +253,10 @@ def cache_values(
         prompts = [prompts]
     if not prompts:
         raise ValueError("no prompts")
-    requested = expand_names(model, names)
+    names = [names] if isinstance(names, str) else list(names)
+    standard = [standard_name(model, name) for name in names]
+    spellings = _spellings(model, names)
+    requested = expand_names(model, standard)
     if stop_at_layer is not None:
         stop_at_layer %= model.num_layers
         served_first = _root_values(model)[0]
@@ -264,7 +298,28 @@ def cache_values(
         for whole, part in zip(values, found):
             whole[start : start + part.shape[0]] = part
         del found
-    return ValueCache(dict(zip(requested, values)), input_ids, attention_mask, model.num_layers)
+    return ValueCache(dict(zip(requested, values)), input_ids, attention_mask, model.num_layers, spellings=spellings)
+
+
+def _spellings(model: Any, names: list[str]) -> dict[str, tuple[str, Layout]]:
+    """Each TransformerLens name among ``names``, one per layer (``blocks.*`` expanded, negative layers counted), with its standard name and layout."""
+    spellings: dict[str, tuple[str, Layout]] = {}
+    for name in names:
+        hook = hook_of(name)
+        if hook is None:
+            continue
+        if not hook.in_block:
+            spellings[name] = (standard_name(model, name), hook.layout)
+            continue
+        match = _HOOK_NAME.match(name)
+        if match is None:
+            continue  # block-relative: standard_name says what is wrong with it
+        where = match.group(1)
+        layers = range(model.num_layers) if where == "*" else [int(where) % model.num_layers]
+        for index in layers:
+            concrete = f"blocks.{index}.{match.group(2)}"
+            spellings[concrete] = (standard_name(model, concrete), hook.layout)
+    return spellings
 
 
 def _read_batch(

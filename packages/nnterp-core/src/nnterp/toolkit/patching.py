@@ -26,6 +26,8 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from .names import hook_of, standard_name
+
 #: a metric maps the run's logits ``[batch, seq, vocab_size]`` to one number
 Metric = Callable[[Tensor], "float | Tensor"]
 
@@ -252,7 +254,9 @@ def patch_residual(
     ``stream="layer_output"`` patches the stream leaving each block instead
     (at the last layer only the metric's own positions matter), and
     ``"layer_mid"`` the stream between attention and MLP (a parallel block
-    has none: ``Unavailable``).
+    has none: ``Unavailable``). TransformerLens's names for them
+    (``"hook_resid_pre"``, ``"hook_resid_mid"``, ``"hook_resid_post"``) work
+    too; the sweep's ``site`` is the standard name.
 
     ``clean`` and ``corrupted`` are a prompt or equal-length lists of
     prompts; each pair must tokenize to the same number of tokens (checked
@@ -263,8 +267,10 @@ def patch_residual(
     left-padded batch). ``labels["position"]`` are the first clean prompt's
     tokens. Runs ``2 + len(layers) * len(positions)`` traces.
     """
+    if hook_of(stream) is not None:
+        stream = standard_name(model, stream)
     if stream not in STREAMS:
-        raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
+        raise ValueError(f"stream must be one of {STREAMS} (or hook_resid_pre, hook_resid_mid, hook_resid_post), not {stream!r}")
     return _position_sweep(model, clean, corrupted, metric, stream, layers, positions, progress, remote)
 
 
