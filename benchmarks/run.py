@@ -3,6 +3,7 @@
     uv run python benchmarks/run.py                 # print the table
     uv run python benchmarks/run.py --write         # and write it into benchmarks/README.md
     uv run python benchmarks/run.py --kit           # also time the kit with one and two workers (minutes)
+    uv run python benchmarks/run.py --only extraction --write   # one item, its rows replaced in the README
 
 Every variant of an item runs on the same weights and the same prompts, in one
 process, interleaved (one repetition of each variant in turn), with the torch
@@ -419,6 +420,177 @@ def caching(path: Path, repeats: int, threads: int) -> tuple[dict[str, float], d
     return times, {name: statistics.median(values) for name, values in samples.items()}
 
 
+# -- extraction to disk ------------------------------------------------------------------
+
+#: item 5: the residual stream of a middle and of the last block, as a dictionary's training data would be read
+EXTRACTED = ("layers.5.layer_output", "layers.11.layer_output")
+#: texts of the extraction items: cut to 64 tokens, 8 to a batch, 1,024 rows to a shard
+EXTRACTION = dict(batch_size=8, max_length=64, shard_tokens=1024)
+
+
+def extraction_texts(count: int, seed: int = 0) -> list[str]:
+    import random
+
+    words = "the tower is in paris hello world a benchmark of the standard values city of light river seine".split()
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(20, 60))) for _ in range(count)]
+
+
+def hooked_extraction(hf: Any, tokenizer: Any, texts: list[str], directory: Path) -> int:
+    """The same rows written by hand: forward hooks on the blocks, padding dropped, the same shards; returns the rows."""
+    from safetensors.torch import save_file
+
+    blocks = [int(name.split(".")[1]) for name in EXTRACTED]
+    read: dict[int, torch.Tensor] = {}
+    hooks = [
+        hf.transformer.h[index].register_forward_hook(
+            lambda _m, _i, out, index=index: read.__setitem__(index, out[0] if isinstance(out, tuple) else out)
+        )
+        for index in blocks
+    ]
+    shard, batch_size, max_length = EXTRACTION["shard_tokens"], EXTRACTION["batch_size"], EXTRACTION["max_length"]
+    buffers = {index: torch.empty((shard, hf.config.n_embd)) for index in blocks}
+    filled, written, shards = 0, 0, 0
+
+    def flush() -> None:
+        nonlocal filled, shards
+        save_file({f"layers.{index}.layer_output": buffer[:filled] for index, buffer in buffers.items()}, str(directory / f"{shards}.safetensors"))
+        filled, shards = 0, shards + 1
+
+    try:
+        with torch.no_grad():
+            for start in range(0, len(texts), batch_size):
+                batch = tokenizer(texts[start : start + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+                mask = batch["attention_mask"].bool()
+                # each left-padded row numbered from its first token, as nnsight does; the base model: no unembedding,
+                # as nnterp stops after the last block a value needs
+                hf.transformer(**batch, position_ids=(batch["attention_mask"].cumsum(1) - 1).clamp(min=0))
+                rows = {index: read[index][mask] for index in blocks}
+                count, offset = int(mask.sum()), 0
+                while offset < count:
+                    take = min(count - offset, shard - filled)
+                    for index in blocks:
+                        buffers[index][filled : filled + take] = rows[index][offset : offset + take]
+                    filled, offset = filled + take, offset + take
+                    if filled == shard:
+                        flush()
+                written += count
+            if filled:
+                flush()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return written
+
+
+def extraction(path: Path, repeats: int) -> dict[str, float]:
+    """Item 5: tokens per second of extract_values against forward hooks writing the same rows to the same shards, interleaved."""
+    import shutil
+    import tempfile
+
+    from nnterp.toolkit.extraction import extract_values, load_activations
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = StandardizedTransformer(path)
+    hf = AutoModelForCausalLM.from_pretrained(path).eval()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    texts = extraction_texts(64)
+    scratch = Path(tempfile.mkdtemp(prefix="nnterp-extraction-"))
+    counted: dict[str, int] = {}
+
+    def nnterp_run() -> None:
+        target = scratch / "nnterp"
+        shutil.rmtree(target, ignore_errors=True)
+        counted["nnterp"] = extract_values(model, texts, list(EXTRACTED), target, progress=False, **EXTRACTION).num_tokens
+
+    def hooked_run() -> None:
+        target = scratch / "hooks"
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir()
+        counted["hooks"] = hooked_extraction(hf, tokenizer, texts, target)
+
+    try:
+        times = interleaved({"nnterp extract_values": nnterp_run, "forward hooks writing the same shards (transformers)": hooked_run}, repeats, warmup=1)
+        if counted["nnterp"] != counted["hooks"]:
+            raise RuntimeError(f"the two extractions wrote {counted['nnterp']} and {counted['hooks']} rows")
+        from safetensors.torch import load_file
+
+        ours, theirs = load_activations(scratch / "nnterp").shard(0), load_file(scratch / "hooks" / "0.safetensors")
+        for name in EXTRACTED:  # the same values, row for row
+            torch.testing.assert_close(ours[name], theirs[name], atol=1e-4, rtol=1e-4)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {name: counted["nnterp"] / (milliseconds / 1e3) for name, milliseconds in times.items()}
+
+
+def extraction_memory_worker(path: Path) -> dict[str, float]:
+    """Item 5's memory: peak RSS over 102,400 tokens of the tiny GPT-2 (every block's stream, heads and neurons), against its bound, in MB."""
+    import random
+    import shutil
+    import tempfile
+
+    from nnterp.toolkit.extraction import extract_values
+
+    model = StandardizedTransformer(path, attn_implementation="eager")
+    count, length, batch, shard = 1600, 64, 32, 4096
+    rng = random.Random(5)
+    words = "the tower is in paris hello world a b c one more eiffel city of light river seine".split()
+    texts = [" ".join(rng.choice(words) for _ in range(length)) for _ in range(count)]
+    names = ["layers.*.layer_output", "layers.*.self_attn.attention_head_outputs", "layers.*.mlp.mlp_neurons"]
+    settings = dict(batch_size=batch, max_length=length, shard_tokens=shard, progress=False)
+    scratch = Path(tempfile.mkdtemp(prefix="nnterp-extraction-"))
+    try:
+        extract_values(model, texts[: 3 * batch], names, scratch / "warm", **settings)
+        gc.collect()
+        with PeakRss() as memory:
+            shards = extract_values(model, texts, names, scratch / "acts", **settings)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    row = sum(torch.empty(column["shape"], dtype=getattr(torch, column["dtype"])).nbytes for column in shards.columns.values())
+    mb = 2**20
+    return {
+        "tokens": shards.num_tokens,
+        "peak RSS growth (MB)": memory.growth,
+        "shard buffer (MB)": shard * row / mb,
+        "one batch of rows (MB)": batch * length * row / mb,
+        "bound: the buffer, 4 batches of rows and 64 MB for the forward (MB)": (shard * row + 4 * batch * length * row) / mb + 64,
+        "every row written (MB)": shards.num_tokens * row / mb,
+    }
+
+
+def extraction_rows(repeats: int, threads: int) -> list[str]:
+    """Item 5's rows: throughput on the GPT-2-small-sized checkpoint, and memory on the tiny one (in a process of its own)."""
+    import json
+
+    title = "GPT-2 small size: extraction to disk of two blocks' layer_output (batches of 8, 64 tokens)"
+    lines = rows_of(f"{title}: tokens per second", extraction(gpt2_small(), repeats), unit="tokens/s")
+    done = subprocess.run(
+        [sys.executable, __file__, "--extraction-memory-worker", "--threads", str(threads)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    lines.append(f"| **tiny GPT-2: extraction memory over {found.pop('tokens')} tokens** | | |")
+    lines += [f"| {name} | {value:.1f} | |" for name, value in found.items()]
+    return lines
+
+
+def splice_rows(text: str, rows: list[str]) -> str:
+    """The README's results with the extraction item's rows in place of its old ones (headers with ": extraction"), or appended."""
+    start, end = text.index(MARKERS[0]), text.index(MARKERS[1])
+    kept, skipping = [], False
+    for line in text[start:end].splitlines():
+        if line.startswith("| **"):
+            skipping = ": extraction" in line
+        if not skipping:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return text[:start] + "\n".join([*kept, *rows]) + "\n" + text[end:]
+
+
 # -- the table -------------------------------------------------------------------------
 
 
@@ -448,7 +620,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=int, default=200, help="traces for the memory item (default 200)")
     parser.add_argument("--kit", action="store_true", help="also time the kit with one and two workers")
     parser.add_argument("--write", action="store_true", help="write the table into benchmarks/README.md")
+    parser.add_argument("--only", choices=("extraction",), help="run only this item; with --write, replace only its rows")
     parser.add_argument("--cache-worker", choices=("nnterp", "lens-filtered", "lens-everything"), help=argparse.SUPPRESS)
+    parser.add_argument("--extraction-memory-worker", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     torch.set_num_threads(arguments.threads)
     from transformers.utils import logging
@@ -458,6 +632,18 @@ def main(argv: list[str] | None = None) -> int:
         import json
 
         print(json.dumps(cache_worker(arguments.cache_worker, gpt2_small(), arguments.repeats)))
+        return 0
+    if arguments.extraction_memory_worker:
+        import json
+
+        print(json.dumps(extraction_memory_worker(tiny_gpt2())))
+        return 0
+    if arguments.only == "extraction":
+        rows = extraction_rows(max(3, arguments.repeats // 3), arguments.threads)
+        print("\n".join(rows))
+        if arguments.write:
+            readme = HERE / "README.md"
+            readme.write_text(splice_rows(readme.read_text(), rows))
         return 0
 
     lines = [f"Machine: {machine()}.", "", "| item / variant | median | ratio to the item's first row |", "|---|---|---|"]
@@ -484,6 +670,8 @@ def main(argv: list[str] | None = None) -> int:
         times, peaks = cached
         lines += rows_of(f"{title}: time", times)
         lines += rows_of(f"{title}: peak memory over the loaded model", peaks, unit="MB")
+    print("== extraction", flush=True)
+    lines += extraction_rows(max(3, arguments.repeats // 3), arguments.threads)
     table = "\n".join(lines)
     print(table)
     if arguments.write:
