@@ -1,4 +1,4 @@
-"""The researcher's toolkit on standard values: lenses, steering, caching, attribution, patching and plots.
+"""The researcher's toolkit on standard values: lenses, steering, caching, attribution, patching, gradients, dictionaries and plots.
 
 Every function takes a ``StandardizedTransformer`` and reads only standard
 values, so it works on every family the kit passes, with no per-family code.
@@ -8,21 +8,38 @@ Each takes ``remote=``, passed to nnsight's trace. The plots need matplotlib
 
 from .attribution import Attribution, Components, accumulated_resid, decompose_resid, direct_logit_attribution
 from .cache import ValueCache, cache_values
+from .dictionaries import Dictionary, DictionaryEvaluation, ablate_features, evaluate_dictionary, feature_activations, run_with_dictionary, set_features, splice, steer_features
+from .extraction import ActivationShards, extract_values, load_activations
+from .gradients import IntegratedGradients, attribution_patching, integrated_gradients
+from .names import NoStandardValue, UnknownName, standard_name, transformer_lens_name
 from .lens import Prompt, logit_lens, next_token_probs, patchscope_generate, patchscope_lens, run_prompts, topk_closest_tokens
 from .patching import Sweep, patch_attention_output, patch_heads, patch_mlp_output, patch_residual
 from .plots import plot_attention, plot_logit_lens, plot_sweep
 from .steering import skip_layers, steer
 
 __all__ = [
+    "ActivationShards",
     "Attribution",
     "Components",
+    "Dictionary",
+    "DictionaryEvaluation",
+    "IntegratedGradients",
+    "NoStandardValue",
     "Prompt",
     "Sweep",
+    "UnknownName",
     "ValueCache",
+    "ablate_features",
     "accumulated_resid",
+    "attribution_patching",
     "cache_values",
     "decompose_resid",
     "direct_logit_attribution",
+    "evaluate_dictionary",
+    "extract_values",
+    "feature_activations",
+    "integrated_gradients",
+    "load_activations",
     "logit_lens",
     "next_token_probs",
     "patch_attention_output",
@@ -35,7 +52,13 @@ __all__ = [
     "plot_logit_lens",
     "plot_sweep",
     "run_prompts",
+    "run_with_dictionary",
+    "set_features",
     "skip_layers",
+    "splice",
+    "standard_name",
     "steer",
+    "steer_features",
     "topk_closest_tokens",
+    "transformer_lens_name",
 ]
