@@ -149,3 +149,19 @@ def test_attribution_patching_takes_transformer_lens_hook_names(tiny_model):
     torch.testing.assert_close(by_hook["attn.hook_z"].values, by_name["heads"].values)
     torch.testing.assert_close(by_hook["hook_resid_pre"].values, by_name["layer_input"].values)
     assert by_hook["attn.hook_z"].site == "self_attn.attention_head_outputs"
+
+
+def test_a_value_no_gradient_reaches_is_said_not_waited_for():
+    from nnterp import Unavailable
+    from nnterp.registry import checkpoint_family, family_named
+    from nnterp_conformance.mutants import _detached, moved
+    from nnterp_conformance.runner import load
+    from nnterp_conformance.variants import with_envoys
+
+    plain = load("llama")
+    block = type(plain.layers[0])
+    detached = moved(block, "layer_output served detached", layer_output=_detached(block.layer_output))
+    family = with_envoys(family_named(checkpoint_family("llama")), {type(plain.layers[0]._module): detached}, name="detached_llama")
+    model = load("llama", family=family)
+    with pytest.raises(Unavailable, match="no gradient reaches it"):
+        attribution_patching(model, CLEAN, CORRUPTED, metric_for(model), values="layer_output", progress=False)

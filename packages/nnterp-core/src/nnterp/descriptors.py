@@ -486,14 +486,21 @@ class TokenEProperty(EProperty):
         if self._transform is None:
             return super()._read(obj)  # laid out (and differentiated through) by _laid_out_for_user
         location, _ = self._locate(obj)
-        return self._invoke_rows(location, super()._read(obj))
+        return self._as_shown(obj, self._invoke_rows(location, super()._read(obj)))
+
+    def _as_shown(self, obj: Any, rows: Any) -> Any:
+        """This invoke's rows as the user sees them (a view); ``_as_held`` is its inverse, back to the rows' layout."""
+        return rows
+
+    def _as_held(self, obj: Any, shown: Any) -> Any:
+        return shown
 
     def _laid_out_for_user(self, obj: Any, location: str, last: str, raw: Any, served: Any, value: Any) -> Any:
-        rows = self._invoke_rows(location, value)
+        shown = self._as_shown(obj, self._invoke_rows(location, value))
         # a stream bound under two names is written in place (assign_in_place): a swap would reach only one of them
-        if rows is not value and value is served and not self.assign_in_place and torch.is_grad_enabled() and rows.requires_grad:
-            self._differentiated_through(obj, location, last, raw, value, rows)
-        return rows
+        if shown is not value and value is served and not self.assign_in_place and torch.is_grad_enabled() and shown.requires_grad:
+            self._differentiated_through(obj, location, last, raw, value, self._as_held(obj, shown))
+        return shown
 
     def _differentiated_through(self, obj: Any, location: str, last: str, raw: Any, flat: Any, rows: Any) -> None:
         """Hand the model its flat tensor back as a view of the rows served, so a backward reaches the value as served.
@@ -506,10 +513,14 @@ class TokenEProperty(EProperty):
         """
         if getattr(flat, "_nnsight_batch", False):
             return
-        total, start, size = self._rows(location, flat)
-        if size != total:
-            return
-        through = rows.reshape(flat.shape)
+        if not self._laid_out(flat):
+            total, start, size = self._rows(location, flat)
+            if size != total:
+                return
+        try:
+            through = rows.view(flat.shape)
+        except RuntimeError:
+            return  # not a view of the model's storage in that shape: swapping a copy in would cut in-place edits off
         Mediator.swap(location, through if self._plain(last) else self._unserve(obj, raw, last, through))
 
     def _invoke_rows(self, location: str, flat: Any) -> Any:

@@ -20,8 +20,10 @@ from nnterp.reasons import PARALLEL
 from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, get, model_dtype, mixers_of, sublayers
 from ..tolerances import coarsest
 
-#: the block values whose gradients are checked: the stream's three points and the contributions added to it
+#: the block values whose gradients are checked: the stream's three points, the contributions added to it, and the
+#: attention's heads (what attribution patching over heads differentiates)
 STREAM = ("layer_input", "layer_mid", "layer_output")
+HEADS = ("self_attn.attention_head_outputs",)
 
 
 def metric(logits: torch.Tensor) -> torch.Tensor:
@@ -37,10 +39,12 @@ def _writable(model: Any, layer: int, name: str) -> bool:
 
 
 def differentiable(model: Any) -> dict[str, list[int]]:
-    """Each stream value and contribution, with the blocks that serve it read from the model (not derived); ``Skip`` if none."""
+    """Each stream value, contribution and the heads, with the blocks that serve it read from the model (not derived);
+    ``Skip`` if none."""
     names = dict.fromkeys(STREAM)
     for layer in range(model.num_layers):
         names.update(dict.fromkeys(sublayers(model, layer)))
+    names.update(dict.fromkeys(HEADS))
     found = {}
     for name in names:
         blocks = [layer for layer in available(model, name) if _writable(model, layer, name)]
@@ -82,7 +86,7 @@ def gradients(model: Any, case: Case, name: str, blocks: list[int]) -> tuple[lis
 
 @check("gradients", drawn=False)
 def gradients_are_derivatives(model: Any, case: Case) -> str:
-    """.grad read inside backward() on every stream value and contribution equals torch.autograd.grad of the same metric."""
+    """.grad read inside backward() on every stream value, contribution and the heads equals torch.autograd.grad of the same metric."""
     gaps = Gaps()
     for name, blocks in differentiable(model).items():
         direct, served = gradients(model, case, name, blocks)
@@ -127,6 +131,7 @@ def _stream_gradients(model: Any, case: Case) -> tuple[dict[str, list[int]], dic
     if "layer_output" not in served:
         reasons = model.support().get("layer_output") or {}
         raise Skip(f"no block serves layer_output read from the model ({next(iter(reasons.values()), 'it is derived')})")
+    served = {name: blocks for name, blocks in served.items() if name not in HEADS}
     return served, {name: dict(zip(blocks, gradients(model, case, name, blocks)[1])) for name, blocks in served.items()}
 
 

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..errors import Unavailable
 from .names import standard_name
 from .patching import STREAMS, Metric, Sweep, _as_list, _check_prompts, _indices, _owner, _scalar
 
@@ -74,15 +75,25 @@ def _gradients(model: Any, prompts: list[str], metric: Metric, site: str, layers
     values: list = []
     gradients: list = []
     metrics: list = []
+    unreached: list = []
     with torch.enable_grad(), model.trace(prompts, remote=remote):
         read = [getattr(_owner(model, layer, where), name) for layer in layers]
         values.extend(value.detach().clone() for value in read)
         scalar = _differentiable(metric(model.logits))
         metrics.append(scalar.detach())
-        with scalar.backward():
-            for value in reversed(read):  # the backward reaches the last block first
-                gradients.append(value.grad.detach().clone())
-    return _scalar(metrics[0]), values, gradients[::-1]
+        # what `with scalar.backward(): value.grad` reads (the kit's gradients_are_derivatives holds the two equal),
+        # taken directly so that a value no gradient reaches is said, not waited for
+        unreached.extend(layer for layer, value in zip(layers, read) if not value.requires_grad)
+        found = torch.autograd.grad(scalar, read, allow_unused=True) if not unreached else ()
+        unreached.extend(layer for layer, gradient in zip(layers, found) if gradient is None)
+        gradients.extend(gradient.detach() for gradient in found if gradient is not None)
+    if unreached:
+        raise Unavailable(
+            model.layers[unreached[0]], site,
+            "no gradient reaches it on this family: the tensor served is not the one the model computes the logits "
+            "from (the kit's gradients_are_derivatives says which values hold); patch it with the activation patching functions",
+        )
+    return _scalar(metrics[0]), values, gradients
 
 
 def _read(model: Any, prompts: list[str], metric: Metric, site: str, layers: list[int], remote: bool | str) -> tuple[float, list[Tensor]]:

@@ -41,8 +41,11 @@ class HeadOutputsView(TokenEProperty):
         super().__init__(*args, **kwargs)
         self.folded = folded if callable(folded) else lambda envoy: folded
 
-    def _read(self, obj: Any) -> Tensor:
-        return seq_first(super()._read(obj) if self.folded(obj) else EProperty._read(self, obj))
+    def _as_shown(self, obj: Any, rows: Tensor) -> Tensor:
+        return seq_first(rows)
+
+    def _as_held(self, obj: Any, shown: Tensor) -> Tensor:
+        return seq_first(shown)
 
     def _shown(self, obj: Any, raw: Any, last: str) -> Tensor:
         return seq_first(super()._shown(obj, raw, last) if self.folded(obj) else EProperty._shown(self, obj, raw, last))
