@@ -227,6 +227,8 @@ def test_a_half_written_temp_file_and_an_unlisted_shard_are_ignored(tiny_model, 
     assert listed >= 1
     # killed while writing the next shard, and after writing one more without listing it
     (tmp_path / "crashed" / f"shard-{listed:05d}.safetensors.tmp").write_bytes(b"\x10\x00\x00\x00garbage")
+    # and killed inside safetensors' save_file, which writes its own .tmpXXXXXX before renaming
+    (tmp_path / "crashed" / ".tmpAb3dE9").write_bytes(b"\x10\x00\x00\x00half")
     (tmp_path / "crashed" / f"shard-{listed + 1:05d}.safetensors").write_bytes(b"not a shard")
     partial = load_activations(tmp_path / "crashed")
     assert len(partial) == listed and sum(shard[DOCUMENT].shape[0] for shard in partial) == partial.num_tokens

@@ -225,12 +225,17 @@ class _Shards:
         self.documents = set()
 
 
+def _temporary(path: Path) -> bool:
+    """A file a write killed midway leaves: ours (``*.tmp``), or the one safetensors writes before renaming (``.tmp*``)."""
+    return path.name.endswith(".tmp") or path.name.startswith(".tmp")
+
+
 def _prepare(directory: Path, settings: dict) -> dict:
     """The manifest to extend: the directory's own (settings checked), or a new one; stray temp and unlisted shard files removed."""
     directory.mkdir(parents=True, exist_ok=True)
     manifest = _read_manifest(directory)
     if manifest is None:
-        ours = [path for path in directory.iterdir() if path.name.endswith(".tmp") or _SHARD.match(path.name)]
+        ours = [path for path in directory.iterdir() if _temporary(path) or _SHARD.match(path.name)]
         others = [path.name for path in directory.iterdir() if path not in ours]
         if others:
             raise ValueError(
@@ -242,7 +247,7 @@ def _prepare(directory: Path, settings: dict) -> dict:
         _check_settings(directory, manifest["settings"], settings)
     listed = {shard["file"] for shard in manifest["shards"]}
     for path in directory.iterdir():
-        if path.name.endswith(".tmp") or (_SHARD.match(path.name) and path.name not in listed):
+        if _temporary(path) or (_SHARD.match(path.name) and path.name not in listed):
             path.unlink()  # a shard killed while being written, or written but never listed: it is written again
     if not (directory / MANIFEST).exists():
         _write_json(directory / MANIFEST, manifest)
