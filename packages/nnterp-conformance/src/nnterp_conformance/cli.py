@@ -29,6 +29,12 @@ def support_lines(support: dict[str, Any]) -> list[str]:
 def check_command(arguments: argparse.Namespace) -> int:
     from nnterp.registry import family_module
 
+    if arguments.tensor_parallel:
+        from .tensor_parallel import launch
+
+        extra = [flag for name in arguments.only or [] for flag in ("--only", name)]
+        return launch(str(arguments.checkpoint), arguments.tensor_parallel, extra)
+
     from .runner import load, run
 
     kwargs = {} if arguments.attn_implementation is None else {"attn_implementation": arguments.attn_implementation}
@@ -70,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--json", action="store_true", help="print one JSON record instead of the table")
     check.add_argument("--only", action="append", help="run only this check (repeatable)")
     check.add_argument("--attn-implementation", default=None, help="load with this attention implementation")
+    check.add_argument(
+        "--tensor-parallel", type=int, default=None, metavar="RANKS",
+        help="run the checks on the checkpoint sharded over RANKS processes (torchrun) and compare it with one process",
+    )
     commands.add_parser("list", help="list the registered tiny checkpoints")
     report = commands.add_parser("report", help="run the kit on every registered checkpoint and write docs/families.{json,md}")
     report.add_argument("--out", default="docs", help="the folder to write into (default: docs)")

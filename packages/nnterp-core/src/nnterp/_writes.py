@@ -144,11 +144,14 @@ def check_before(prop: Any, envoy: Any, value: Any, mediator: Any) -> None:
         raise _fail(prop, envoy, value, expected, f"it needs {kind} tensor", "Convert it with .to(...) first.")
 
 
-def check_against(prop: Any, envoy: Any, value: Any, current: Any) -> None:
-    """Refuse ``value`` unless it has the shape, dtype and device of ``current``, what a read of ``prop`` returns here."""
+def check_against(prop: Any, envoy: Any, value: Any, current: Any, shape: tuple | None = None) -> None:
+    """Refuse ``value`` unless it has the shape, dtype and device of ``current``, what a read of ``prop`` returns here.
+
+    ``shape`` is the whole value's where ``current`` is this rank's piece of it (tensor parallelism).
+    """
     if not isinstance(current, torch.Tensor):
         return
-    expected = tuple(current.shape)
+    expected = tuple(current.shape) if shape is None else tuple(shape)
     if not isinstance(value, torch.Tensor):
         raise _fail(prop, envoy, value, expected, "it is not a tensor", "Assign a torch.Tensor.", current.dtype)
     if tuple(value.shape) != expected:

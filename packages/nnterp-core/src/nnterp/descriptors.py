@@ -19,6 +19,7 @@ from nnsight.intervention.eproperty import WriteBack, eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 from nnsight.intervention.util import first_input, replace_first_input
 
+from . import _tensor_parallel as tensor_parallel
 from . import layouts
 from ._gradients import mark
 from ._order import note_served, translated
@@ -54,6 +55,10 @@ class EProperty(eproperty):
     assignment copy into the live tensor rather than swap a new one in: for a
     stream the forward has bound under two names (the residual and the norm's
     input), so that an assignment, like an in-place edit, reaches both.
+    ``summand`` says the value is a term of the sum the module it is read
+    inside returns (each slot's expert output, which the experts module sums):
+    where tensor parallelism leaves that module's output a partial sum on each
+    rank, so is the value, and a read all-reduces it (``nnterp._tensor_parallel``).
 
     An assignment is checked before it lands (``nnterp._writes``): against the
     layout on a text block before the model runs, then against the value a read
@@ -77,11 +82,13 @@ class EProperty(eproperty):
         select: Select = None,
         assign_in_place: bool = False,
         read_only: str | None = None,
+        summand: bool = False,
     ) -> None:
         super().__init__(key=None, description=description)
         self.key = key
         self.select = select
         self.assign_in_place = assign_in_place
+        self.summand = summand
         #: why the value cannot be assigned (it is read off the inputs, or derived), or None where it can
         self.read_only = read_only
         self._unavailable = unavailable
@@ -110,6 +117,7 @@ class EProperty(eproperty):
             "select": self.select,
             "assign_in_place": self.assign_in_place,
             "read_only": self.read_only,
+            "summand": self.summand,
             **changes,
         }
         moved = (type(self) if type(self) in (EProperty, TokenEProperty) else EProperty)(**settings)
@@ -319,6 +327,8 @@ class EProperty(eproperty):
         self._check(obj)
         try:
             value = self._in_order(obj, "read", self._read, obj)
+            if tensor_parallel.mesh_of(obj) is not None:
+                value = tensor_parallel.read_whole(self, obj, value, self._transform is None)
         except AttributeError as error:
             # A property getter's AttributeError makes Python fall back to
             # __getattr__, which would blame the attribute; Standard.__getattr__
@@ -348,7 +358,9 @@ class EProperty(eproperty):
 
     def _read(self, obj: Any) -> Any:
         location, last = self._locate(obj)
-        if self._transform is not None:
+        # a sharded model's reads are held too: tensor_parallel.read_whole gathers them and writes an edit back
+        held = self._transform is not None or tensor_parallel.mesh_of(obj) is not None
+        if held:
             mediator = Mediator.current(location)
             occurrence = mediator.wanted(location)
             waiting = mediator.transform
@@ -358,7 +370,10 @@ class EProperty(eproperty):
         served = self._serve(obj, raw, last)
         value = self._preprocess(obj, served) if self._preprocess is not None else served
         if self._transform is None:
-            return self._laid_out_for_user(obj, location, last, raw, served, value)
+            shown = self._laid_out_for_user(obj, location, last, raw, served, value)
+            if held:
+                mediator.transform = WriteBack(lambda: raw, shown, self, location, occurrence)
+            return shown
         write_back = partial(self._write_back, obj, value, served, raw, last)
         mediator.transform = WriteBack(write_back, value, self, location, occurrence)
         return value
@@ -387,8 +402,10 @@ class EProperty(eproperty):
         check_before(self, obj, value, Mediator.current(self.name))
         location, last = self._locate(obj)
         raw = Mediator.value(location)
-        check_against(self, obj, value, self._shown(obj, raw, last))
-        self._put(obj, value, location, last, raw)
+        shown = self._shown(obj, raw, last)
+        piece = tensor_parallel.piece(self, obj, location, shown)
+        check_against(self, obj, value, shown, None if piece is None else piece.whole_shape(shown))
+        self._put(obj, value if piece is None else piece.local(value), location, last, raw)
 
     def _put(self, obj: Any, value: Any, location: str, last: str, raw: Any) -> None:
         """Write ``value`` (already checked) where ``raw`` was served from."""

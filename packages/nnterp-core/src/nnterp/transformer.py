@@ -11,6 +11,7 @@ import torch
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
+from . import _tensor_parallel as tensor_parallel
 from ._aliasing import spellings_kept
 from ._cache import restore, snapshot
 from ._gradients import guarded
@@ -55,17 +56,20 @@ def _model_type(model: Any, kwargs: dict) -> str:
 
 
 def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict) -> dict:
-    """``envoys`` plus nnsight's tensor-parallel envoys when this load shards the model (``distributed_config=``).
+    """``envoys`` plus nnsight's tensor-parallel envoys when this load shards the model (``distributed_config=``, ``tp_plan=``).
 
     nnsight puts its ``TPEnvoy`` (whole tensors from a sharded linear called ad
     hoc, as ``project_on_vocab`` does) only on a load that passes no ``envoys``
     of its own; every nnterp load passes the family's, so they are merged here.
-    They are keyed by module type and the family's by path, so neither hides the other.
+    They are keyed by module type and the family's by path, so neither hides
+    the other. nnsight's tensor-parallel code is bridged to this transformers
+    first (``nnterp._tensor_parallel.bridge``).
     """
-    from nnsight.modeling.tp.envoys import tp_envoys, wants_tensor_parallel
+    from nnsight.modeling.tp.envoys import tp_envoys
 
-    if not wants_tensor_parallel(model, load_kwargs):
+    if not tensor_parallel.wanted(model, load_kwargs):
         return envoys
+    tensor_parallel.bridge()
     return {**tp_envoys(), **envoys}
 
 

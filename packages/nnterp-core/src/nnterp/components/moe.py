@@ -174,7 +174,7 @@ class Moe(Mlp):
         """
         return value
 
-    @TokenEProperty(f"{WEIGHTED_SLOTS}.output", "Each slot's weighted expert output", needs_grouped_experts)
+    @TokenEProperty(f"{WEIGHTED_SLOTS}.output", "Each slot's weighted expert output", needs_grouped_experts, summand=True)
     def expert_outputs(self, value: Tensor) -> ExpertOutputs:
         """Each slot's expert output times its weight, ``[batch, seq, top_k, hidden_size]``, before the slots are summed.
 
