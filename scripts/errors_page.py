@@ -90,6 +90,16 @@ def package_missing():
     StandardizedTransformer(tiny_checkpoint("mamba"))
 
 
+@case(
+    "Loading",
+    "A device map that starts on the disk",
+    "transformers alone stops at `torch.device('disk')` inside its pipeline, after loading every weight; "
+    "with `device_map=\"auto\"` the same happens when `max_memory` leaves the CPU no room for the embedding.",
+)
+def device_map_on_disk():
+    StandardizedTransformer(tiny_checkpoint("llama"), device_map={"": "disk"}, offload_folder="./offload")
+
+
 # -- the order rule ---------------------------------------------------------------------
 
 

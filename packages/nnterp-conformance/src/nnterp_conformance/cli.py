@@ -35,6 +35,21 @@ def check_command(arguments: argparse.Namespace) -> int:
         extra = [flag for name in arguments.only or [] for flag in ("--only", name)]
         return launch(str(arguments.checkpoint), arguments.tensor_parallel, extra)
 
+    if arguments.offload:
+        from .agreement import record_lines
+        from .offload import offloaded_record
+
+        devices = tuple(arguments.offload.split(","))
+        if len(devices) != 2:
+            raise SystemExit(f"--offload takes two devices, the first half's and the second's: cpu,disk or cuda:0,cuda:1 (got {arguments.offload!r})")
+        found = offloaded_record(str(arguments.checkpoint), arguments.only, devices)
+        if arguments.json:
+            print(json.dumps(found, indent=2))
+        else:
+            split = ", ".join(f"{name}: {device}" for name, device in found["device_map"].items())
+            print("\n".join(record_lines(f"{arguments.checkpoint} split over {' and '.join(devices)} ({split})", found)))
+        return 1 if found["failed"] else 0
+
     from .runner import load, run
 
     kwargs = {} if arguments.attn_implementation is None else {"attn_implementation": arguments.attn_implementation}
@@ -79,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument(
         "--tensor-parallel", type=int, default=None, metavar="RANKS",
         help="run the checks on the checkpoint sharded over RANKS processes (torchrun) and compare it with one process",
+    )
+    check.add_argument(
+        "--offload", nargs="?", const="cpu,disk", default=None, metavar="FIRST,SECOND",
+        help="run the checks on the checkpoint split by device_map, half its blocks on each device (default cpu,disk), "
+        "and compare it with one device",
     )
     commands.add_parser("list", help="list the registered tiny checkpoints")
     report = commands.add_parser("report", help="run the kit on every registered checkpoint and write docs/families.{json,md}")

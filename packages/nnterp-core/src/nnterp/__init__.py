@@ -45,6 +45,7 @@ from .descriptors import EProperty as EProperty
 from .descriptors import TokenEProperty as TokenEProperty
 from .descriptors import unavailable as unavailable
 from .errors import CheckpointNotFound as CheckpointNotFound
+from .errors import DeviceMapInvalid as DeviceMapInvalid
 from .errors import FamilyMismatch as FamilyMismatch
 from .errors import FamilyNotFound as FamilyNotFound
 from .errors import GradientOutsideBackward as GradientOutsideBackward

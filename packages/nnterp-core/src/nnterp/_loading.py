@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from .errors import CheckpointNotFound
+from .errors import CheckpointNotFound, DeviceMapInvalid
 
 #: a hub id: a name, or an owner and a name, of letters, digits, ``-``, ``_`` and ``.``
 HUB_ID = re.compile(r"^[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?(?:/[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?)?$")
@@ -36,3 +36,25 @@ def check_checkpoint(model: str) -> None:
         f"{model!r} is no directory (a relative path is read from the current one) and no hub id "
         "(those read 'organization/name'); check the path for a typo, or give the hub id"
     )
+
+
+def first_on_disk(device_map: object) -> str:
+    """Why a ``device_map`` whose first entry is ``"disk"`` cannot run, and the fix."""
+    if isinstance(device_map, dict):
+        fix = (
+            "keep at least the embedding on a device and list it first (on a Llama, {'model.embed_tokens': 'cpu', ...}): "
+            "transformers reads the map in its order"
+        )
+    else:
+        fix = "give max_memory room for the embedding on the first device, or pass an explicit device_map that starts on a device"
+    return (
+        f"device_map={device_map!r} puts the first module on 'disk': transformers' pipeline sends the inputs to the device "
+        f"of the map's first entry, and 'disk' holds weights, not tensors being computed; {fix}"
+    )
+
+
+def check_device_map(kwargs: dict) -> None:
+    """Raise ``DeviceMapInvalid`` before loading for an explicit ``device_map`` that starts on ``"disk"``."""
+    device_map = kwargs.get("device_map")
+    if isinstance(device_map, dict) and device_map and next(iter(device_map.values())) == "disk":
+        raise DeviceMapInvalid(first_on_disk(device_map))

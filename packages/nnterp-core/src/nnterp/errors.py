@@ -97,6 +97,10 @@ class CheckpointNotFound(FileNotFoundError):
     """A checkpoint path that is neither a saved checkpoint's directory nor a plausible hub id."""
 
 
+class DeviceMapInvalid(ValueError):
+    """A ``device_map`` the model cannot run from: transformers' pipeline takes the inputs' device from its first entry, which is ``"disk"``."""
+
+
 class SourceNotAvailable(_NnsightSourceNotAvailable):
     """A value pinned to an operation inside a forward that the forward no longer has.
 
