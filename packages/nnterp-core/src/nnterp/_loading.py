@@ -8,8 +8,10 @@ the fix; a plausible hub id goes on to transformers unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 
 from .errors import CheckpointNotFound, DeviceMapInvalid
 
@@ -53,8 +55,20 @@ def first_on_disk(device_map: object) -> str:
     )
 
 
-def check_device_map(kwargs: dict) -> None:
-    """Raise ``DeviceMapInvalid`` before loading for an explicit ``device_map`` that starts on ``"disk"``."""
+@contextlib.contextmanager
+def device_map_checked(kwargs: dict) -> Iterator[None]:
+    """Around a load: ``DeviceMapInvalid`` for a ``device_map`` that starts on ``"disk"``.
+
+    An explicit map is refused before anything loads; with ``"auto"`` the
+    placement is transformers', so its pipeline's ``torch.device("disk")``
+    error is the first sign, and is replaced by the same message.
+    """
     device_map = kwargs.get("device_map")
     if isinstance(device_map, dict) and device_map and next(iter(device_map.values())) == "disk":
         raise DeviceMapInvalid(first_on_disk(device_map))
+    try:
+        yield
+    except RuntimeError as error:
+        if "device string: disk" not in str(error):
+            raise
+        raise DeviceMapInvalid(first_on_disk(device_map)) from error

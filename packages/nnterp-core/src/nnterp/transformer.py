@@ -16,7 +16,7 @@ from ._aliasing import spellings_kept
 from ._cache import restore, snapshot
 from ._gradients import guarded
 from ._invokes import continues_a_cache, in_model_dtype, padded_processor_invoke
-from ._loading import check_checkpoint, check_device_map, first_on_disk
+from ._loading import check_checkpoint, device_map_checked
 from ._prompts import check_invokes, check_tokens
 from ._writes import Call
 from .components.blocks import Blocks
@@ -24,7 +24,7 @@ from .components.standard import blocks_support
 from .descriptors import EProperty, declared_values
 from .layouts import Logits
 from .logits import unembed
-from .errors import DeviceMapInvalid, FamilyMismatch
+from .errors import FamilyMismatch
 from .family import Family, as_family
 from .registry import family_for
 
@@ -126,15 +126,8 @@ class StandardizedTransformer(TransformersModel):
         # block lists index as lists do, out of range an IndexError with the count
         envoys.setdefault("layers", Blocks)
         envoys = with_tensor_parallel(envoys, model, kwargs)
-        check_device_map(kwargs)
-        with spellings_kept():
-            try:
-                super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
-            except RuntimeError as error:
-                # device_map="auto" with a max_memory too small for the embedding: only known once transformers has placed it
-                if "device string: disk" not in str(error):
-                    raise
-                raise DeviceMapInvalid(first_on_disk(kwargs.get("device_map"))) from error
+        with spellings_kept(), device_map_checked(kwargs):
+            super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
         family.built(self)
         missing = [name for name in family.root_names if name not in self.__dict__]
         if missing:
