@@ -64,11 +64,12 @@ def without_recurrent() -> Iterator[None]:
     # the model types no longer resolve; the tiny checkpoint (written by the kit, which has them all) still does
     recurrent = {name for name, module in index.modules.items() if module.startswith("nnterp_recurrent")}
     hidden = dataclasses.replace(index, model_types={model_type: name for model_type, name in index.model_types.items() if name not in recurrent})
-    registry.catalog = lambda: hidden
+    indexed = registry.indexed
+    registry.catalog = registry.indexed = lambda: hidden
     try:
         yield
     finally:
-        registry.catalog = installed
+        registry.catalog, registry.indexed = installed, indexed
 
 
 # -- loading ----------------------------------------------------------------------------

@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_a_type_served_by_a_missing_package_names_the_package(monkeypatch):
     from nnterp import registry
 
-    monkeypatch.setattr(registry, "catalog", lambda: registry.Catalog(modules={}, model_types={}))
+    empty = registry.Catalog(modules={}, model_types={})
+    monkeypatch.setattr(registry, "indexed", lambda: empty)
+    monkeypatch.setattr(registry, "catalog", lambda: empty)
     with pytest.raises(FamilyNotFound, match="served by the nnterp-text package"):
         family_for("gpt2")
 

@@ -1,15 +1,22 @@
-"""Where families are found: one ``nnterp.families`` entry point per package.
+"""Where families are found: two entry-point groups, read in order.
 
-A package's entry names either its ``Catalog`` (a generated index of its
-families, so that finding one imports that family alone) or one ``Family``
-(a third party's single family)::
+A package with many families names its ``Catalog`` (a generated index, plain
+data) under ``nnterp.catalogs``; a third party's single family names its
+``Family`` under ``nnterp.families``::
+
+    [project.entry-points."nnterp.catalogs"]
+    nnterp-text = "nnterp_text.catalog:CATALOG"
 
     [project.entry-points."nnterp.families"]
-    nnterp-text = "nnterp_text.catalog:CATALOG"
     nnterp_toy = "nnterp_toy.families.toy:FAMILY"
 
-A family written in a user's own package registers the same way and is found
-exactly like ours; its tiny checkpoints come with it (``Family.tiny``).
+Finding a family reads the catalogs first, which imports no family; only a
+name no catalog holds loads the single families (importing each one's
+package), so loading a checkpoint imports its own family and nothing else.
+A name both kinds hold resolves to the catalog's; pass ``family=`` to
+``StandardizedTransformer`` to choose another. A family written in a user's
+own package is found exactly like ours; its tiny checkpoints come with it
+(``Family.tiny``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from ._served import SERVED_BY
 from .errors import FamilyNotFound
 from .family import Family, family_of_module
 
+CATALOGS = "nnterp.catalogs"
 FAMILIES = "nnterp.families"
 
 
@@ -56,26 +64,51 @@ class Catalog:
         )
 
 
-@lru_cache(maxsize=None)
-def catalog() -> Catalog:
-    """Every installed package's families in one index (an entry naming a single ``Family`` loads it here)."""
+def _merged(catalogs: list[Catalog], over: Catalog | None = None) -> Catalog:
+    """One index of ``catalogs``, the earlier winning a name two hold; ``over``'s names win over all of them."""
     merged: dict[str, dict] = {field.name: {} for field in dataclasses.fields(Catalog)}
-    for entry in entry_points(group=FAMILIES):
+    for index in reversed([*([over] if over else []), *catalogs]):
+        for name, table in merged.items():
+            table.update(getattr(index, name))
+    return Catalog(**merged)
+
+
+def _loaded(group: str) -> list[Catalog]:
+    """Each entry of ``group`` as a Catalog (an entry naming one ``Family`` is indexed on its own)."""
+    found = []
+    for entry in entry_points(group=group):
         loaded = entry.load()
         if isinstance(loaded, Family):
             loaded = Catalog.of([loaded], {loaded.name: entry.module})
         if not isinstance(loaded, Catalog):
             raise TypeError(
-                f"the {FAMILIES!r} entry point {entry.name!r} names {entry.value!r}, which is neither an nnterp Family "
-                "nor a Catalog; name the module's FAMILY (pkg.families.mine:FAMILY)"
+                f"the {group!r} entry point {entry.name!r} names {entry.value!r}, which is neither an nnterp Family "
+                "nor a Catalog; name the module's FAMILY (pkg.families.mine:FAMILY) or its CATALOG"
             )
-        for name, table in merged.items():
-            table.update(getattr(loaded, name))
-    return Catalog(**merged)
+        found.append(loaded)
+    return found
+
+
+@lru_cache(maxsize=None)
+def indexed() -> Catalog:
+    """The families every installed ``nnterp.catalogs`` index names: plain data, no family imported."""
+    return _merged(_loaded(CATALOGS))
+
+
+@lru_cache(maxsize=None)
+def catalog() -> Catalog:
+    """Every installed family in one index: the catalogs', then each single ``nnterp.families`` entry (which this imports)."""
+    return _merged(_loaded(FAMILIES), over=indexed())
+
+
+def _entry(table: str, key: str) -> Any:
+    """``key`` in the catalogs' ``table``, or failing that in the single families' (None where neither holds it)."""
+    found = getattr(indexed(), table).get(key)
+    return found if found is not None else getattr(catalog(), table).get(key)
 
 
 def families() -> dict[str, str]:
-    """The module defining the family of every installed model type, by model type (nothing is imported)."""
+    """The module defining the family of every installed model type, by model type (imports only the single families)."""
     index = catalog()
     return {model_type: index.modules[name] for model_type, name in index.model_types.items()}
 
@@ -83,7 +116,7 @@ def families() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def family_named(name: str) -> Family:
     """The installed family called ``name``."""
-    module = catalog().modules.get(name)
+    module = _entry("modules", name)
     if module is None:
         raise FamilyNotFound(f"no installed family is called {name!r}; installed: {', '.join(sorted(catalog().modules))}")
     family = family_of_module(importlib.import_module(module))
@@ -94,7 +127,7 @@ def family_named(name: str) -> Family:
 
 def family_for(model_type: str) -> Family:
     """The family serving ``model_type``; a clear error naming what to install when none does."""
-    name = catalog().model_types.get(model_type)
+    name = _entry("model_types", model_type)
     if name is not None:
         return family_named(name)
     package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
@@ -111,8 +144,13 @@ def family_for(model_type: str) -> Family:
 
 
 def checkpoint_names() -> list[str]:
-    """Every installed tiny checkpoint's name, sorted (nothing is imported)."""
+    """Every installed tiny checkpoint's name, sorted (imports only the single families)."""
     return sorted(catalog().checkpoints)
+
+
+def is_checkpoint(name: str) -> bool:
+    """Whether ``name`` is a registered tiny checkpoint (a catalog's name imports nothing)."""
+    return _entry("checkpoints", name) is not None
 
 
 def checkpoint_family(name: str) -> str:
@@ -136,7 +174,7 @@ def checkpoints() -> dict[str, Any]:
 
 
 def _checkpoint_entry(name: str) -> tuple[str, str]:
-    entry = catalog().checkpoints.get(name)
+    entry = _entry("checkpoints", name)
     if entry is None:
         known = ", ".join(checkpoint_names()) or "(none: is a family package installed?)"
         raise LookupError(f"no tiny checkpoint is registered as {name!r}; registered: {known}")
@@ -145,4 +183,4 @@ def _checkpoint_entry(name: str) -> tuple[str, str]:
 
 def family_module(family: Family) -> str:
     """Where ``family`` is defined, as reports name it (``nnterp_text.families.bert``); its name where no catalog holds it."""
-    return catalog().modules.get(family.name, family.name)
+    return _entry("modules", family.name) or family.name
