@@ -56,6 +56,13 @@ def names() -> list[str]:
     return checkpoint_names()
 
 
+def registered(name: str) -> bool:
+    """Whether ``name`` is a registered tiny checkpoint (found without importing any other family)."""
+    from nnterp.registry import is_checkpoint
+
+    return is_checkpoint(name)
+
+
 def _digest(tiny: Any) -> str:
     import inspect
 

@@ -14,6 +14,8 @@ checkpoint loads once, on one worker.
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from typing import Any, Callable
 
 import pytest
@@ -37,10 +39,18 @@ settings.register_profile(
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "nnterp_checkpoints(*names): run the kit on these checkpoints only")
+    # No "Loading weights" bar per tiny load: through the environment for this
+    # process's later imports and the processes tests start, and directly where
+    # transformers is already imported (a conftest importing nnterp).
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()
     # One thread per xdist worker: tiny models gain nothing from intra-op
     # threads, and two workers each spinning two on two cores slow each other
     # several-fold.
-    config.addinivalue_line("markers", "nnterp_checkpoints(*names): run the kit on these checkpoints only")
     if hasattr(config, "workerinput"):
         import torch
 
@@ -91,16 +101,40 @@ def selected(config: pytest.Config, marked: tuple[str, ...] = ()) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "nnterp_checkpoint" in metafunc.fixturenames:
-        marker = metafunc.definition.get_closest_marker("nnterp_checkpoints")
-        chosen = selected(metafunc.config, marker.args if marker else ())
-        params = [pytest.param(name, id=name, marks=pytest.mark.xdist_group(name)) for name in chosen]
-        metafunc.parametrize("nnterp_checkpoint", params, scope="session")
-    if "nnterp_check" in metafunc.fixturenames:
+    wants_checkpoint = "nnterp_checkpoint" in metafunc.fixturenames
+    wants_check = "nnterp_check" in metafunc.fixturenames
+    if wants_check:
         from .checks import CHECKS, load_plugins
 
         load_plugins()
-        metafunc.parametrize("nnterp_check", list(CHECKS), scope="session")
+    if not wants_checkpoint:
+        if wants_check:
+            metafunc.parametrize("nnterp_check", list(CHECKS), scope="session")
+        return
+    marker = metafunc.definition.get_closest_marker("nnterp_checkpoints")
+    chosen = selected(metafunc.config, marker.args if marker else ())
+    if not wants_check:
+        params = [pytest.param(name, id=name, marks=pytest.mark.xdist_group(name)) for name in chosen]
+        metafunc.parametrize("nnterp_checkpoint", params, scope="session")
+        return
+    # a (checkpoint, check) pair is a test only where the check applies: a skip is then always a reason to read
+    found = applicable_in_turn(chosen)
+    pairs = [
+        pytest.param(name, check, id=f"{name}-{check}", marks=pytest.mark.xdist_group(name))
+        for name in chosen
+        for check in found[name]
+    ]
+    metafunc.parametrize(("nnterp_checkpoint", "nnterp_check"), pairs, scope="session")
+
+
+def applicable_in_turn(chosen: list[str]) -> dict[str, tuple[str, ...]]:
+    """The checks that apply to each checkpoint, each xdist worker starting at its own share (so the first run's work splits)."""
+    from .applicability import applicable
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index, count = int(worker.removeprefix("gw") or 0), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    start = len(chosen) * index // max(count, 1)
+    return {name: applicable(name) for name in chosen[start:] + chosen[:start]}
 
 
 @pytest.fixture(scope="session")

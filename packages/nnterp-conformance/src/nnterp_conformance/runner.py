@@ -19,11 +19,11 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Any:
     from nnterp import StandardizedTransformer
     from transformers.utils import logging
 
-    from .checkpoints import names, spec, tiny_checkpoint
+    from .checkpoints import names, registered, spec, tiny_checkpoint
 
     logging.disable_progress_bar()  # a bar per tiny load drowns the kit's own output
 
-    if str(name_or_path) in names():
+    if registered(str(name_or_path)):
         load_kwargs = {**spec(str(name_or_path)).load, **kwargs}
         return StandardizedTransformer(tiny_checkpoint(str(name_or_path)), **load_kwargs)
     path = Path(name_or_path)

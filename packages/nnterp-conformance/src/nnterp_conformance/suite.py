@@ -30,9 +30,9 @@ def declared_skip(checkpoint: str, check: str) -> str | None:
 
     A checkpoint given by path belongs to no family's ``tiny``: its skips are not held to a declaration.
     """
-    from nnterp.registry import catalog, checkpoint_family, family_named
+    from nnterp.registry import checkpoint_family, family_named, is_checkpoint
 
-    if checkpoint not in catalog().checkpoints:
+    if not is_checkpoint(checkpoint):
         return None
     return family_named(checkpoint_family(checkpoint)).skips.get(checkpoint, {}).get(check)
 
@@ -45,9 +45,21 @@ class BaseConformance:
     skip that passes fails, so the declaration moves with the model.
     """
 
+    def test_generated_checks_are_those_that_apply(self, nnterp_model: Any, nnterp_checkpoint: str) -> None:
+        """The pairs collected from the meta-built model are the loaded model's: no check that applies went ungenerated."""
+        from .applicability import applicable
+
+        generated = applicable(nnterp_checkpoint)
+        loaded = tuple(name for name, found in CHECKS.items() if found.applies_to(nnterp_model))
+        assert generated == loaded, (
+            f"{nnterp_checkpoint}: the tests generated {sorted(set(generated) - set(loaded))} that do not apply and left out "
+            f"{sorted(set(loaded) - set(generated))} that do: the meta-built model's structure differs from the loaded one's"
+        )
+
     def test_check(self, nnterp_model: Any, nnterp_checkpoint: str, nnterp_check: str, nnterp_profile: settings) -> None:
-        if not CHECKS[nnterp_check].applies_to(nnterp_model):
-            pytest.skip(f"{nnterp_check} does not apply to {nnterp_checkpoint} (a {CHECKS[nnterp_check].kind} check)")
+        assert CHECKS[nnterp_check].applies_to(nnterp_model), (
+            f"{nnterp_check} was generated for {nnterp_checkpoint}, to which it does not apply (a {CHECKS[nnterp_check].kind} check)"
+        )
         first = verdict(nnterp_check, nnterp_model, PROMPTS)
         declared = declared_skip(nnterp_checkpoint, nnterp_check)
         if first.status == "skip":
