@@ -103,3 +103,15 @@ def test_without_matplotlib_the_error_says_how_to_install_it(monkeypatch):
         with pytest.raises(ImportError, match=r"pip install matplotlib.*nnterp-core\[plots\]"):
             draw()
     assert matplotlib  # the real one is back after the test (monkeypatch restores sys.modules)
+
+
+def test_unprintable_tokens_are_escaped_in_the_tick_labels(tmp_path):
+    import warnings
+
+    pattern = torch.softmax(torch.randn(3, 3), -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a glyph the font lacks warns as the PNG renders; an escaped label has none
+        figure = plot_attention(pattern, ["\x00", "a\nb", " "])
+        figure.savefig(tmp_path / "pattern.png")
+    labels = [label.get_text() for label in figure.axes[0].get_xticklabels()]
+    assert labels == ["\\x00", "a\\nb", "' '"]

@@ -31,8 +31,8 @@ def _figure(figsize: tuple[float, float], dpi: float) -> Any:
 
 
 def _show_token(token: str) -> str:
-    """A token as a tick label: line breaks and tabs escaped, a blank token quoted."""
-    shown = token.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    """A token as a tick label: every unprintable character escaped (a font has no glyph for it), a blank token quoted."""
+    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in token)
     return repr(token) if not shown.strip() else shown
 
 
