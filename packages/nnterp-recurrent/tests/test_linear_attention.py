@@ -51,7 +51,9 @@ def test_betas_served_as_decays_fail_the_range_check(monkeypatch, model):
 
 
 def test_a_decode_step_read_at_the_prompt_kernel_fails_continuity(monkeypatch, model):
-    _breaks(monkeypatch, model, "state_continues_into_decode", continues=lambda self: False)
+    # read at the prompt's kernel, the decode step's value is never reached: nnsight says so, and the check fails
+    with pytest.warns(UserWarning, match="was never reached"):
+        _breaks(monkeypatch, model, "state_continues_into_decode", continues=lambda self: False)
 
 
 def test_the_state_after_each_token_needs_routing(model):
