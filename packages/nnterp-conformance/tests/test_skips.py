@@ -62,3 +62,16 @@ def test_a_check_kept_to_the_fixed_prompts_runs_once(tiny_model, nnterp_profile,
     BaseConformance().test_check(tiny_model("llama"), "llama", "contribution", nnterp_profile)
     # the fixed prompts, then (unless kept to them) the profile's drawn cases
     assert (len(calls) == 1) is not drawn and len(calls) >= 1
+
+
+def test_every_declared_skip_names_a_check_that_applies_to_its_checkpoint():
+    # a check that does not apply is never generated, so a skip declared for one would be held to nothing
+    from nnterp_conformance.applicability import applicable
+
+    stale = {
+        checkpoint: sorted(set(declared) - set(applicable(checkpoint)))
+        for checkpoint in registry.checkpoint_names()
+        for declared in [registry.family_named(registry.checkpoint_family(checkpoint)).skips.get(checkpoint, {})]
+        if set(declared) - set(applicable(checkpoint))
+    }
+    assert not stale, f"skips declared for checks that do not apply (remove them from the family's skips): {stale}"

@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, read, require
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, has_softmax_attention, read, require
 
 
-@check("attention")
+@check("attention", applies=has_softmax_attention)
 def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
     """softmax(attention_scores) == attention_probabilities, and each row sums to one."""
     names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
@@ -37,7 +37,7 @@ def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-@check("attention")
+@check("attention", applies=has_softmax_attention)
 def written_pattern_moves_logits(model: Any, case: Case) -> str:
     """Writing the pattern moves the logits; writing it back unchanged does not (a read can be causally inert)."""
     layer = case.pick(require(model, "self_attn.attention_probabilities"))
@@ -64,7 +64,7 @@ def written_pattern_moves_logits(model: Any, case: Case) -> str:
     return f"layers[{layer}], head {head}: a written pattern moved the logits by up to {shift:.3g}"
 
 
-@check("attention")
+@check("attention", applies=has_softmax_attention)
 def head_outputs_make_the_projection(model: Any, case: Case) -> str:
     """The head outputs, joined and through the output projection, are what the projection returns in the run."""
     blocks = [layer for layer in require(model, "self_attn.attention_head_outputs") if hasattr(model.layers[layer].self_attn, "o_proj")]

@@ -170,6 +170,16 @@ def mixers_of(model: Any, layer: int) -> tuple[str, ...]:
     return tuple(name for name in order if hasattr(block, name))
 
 
+def has_softmax_attention(model: Any) -> bool:
+    """Whether any block mixes tokens through a softmax attention (``self_attn``): a pure SSM's blocks (Mamba's) do not."""
+    return any("self_attn" in mixers_of(model, layer) for layer in range(model.num_layers))
+
+
+def has_mlp(model: Any) -> bool:
+    """Whether any block has an MLP (``mlp``, dense or a mixture): a pure SSM's blocks (Mamba's) do not."""
+    return any(hasattr(model.layers[layer], "mlp") for layer in range(model.num_layers))
+
+
 def mixer_of(model: Any, layer: int) -> str | None:
     """The name of block ``layer``'s first sequence mixer (``self_attn`` or ``linear_attn``), or None."""
     return next(iter(mixers_of(model, layer)), None)

@@ -17,7 +17,7 @@ from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp import Unavailable
 
 from ..tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get, prompt_lengths, require
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get, has_softmax_attention, prompt_lengths, require
 
 QUERIES, KEYS, VALUES = "self_attn.attention_queries", "self_attn.attention_keys", "self_attn.attention_values"
 SCORES, PATTERN, HEADS = "self_attn.attention_scores", "self_attn.attention_probabilities", "self_attn.attention_head_outputs"
@@ -144,7 +144,7 @@ def declares_bias(attention: Any) -> bool:
     return type(attention).score_bias is not Attention.score_bias
 
 
-@check("attention")
+@check("attention", applies=has_softmax_attention)
 def scores_are_queries_against_keys(model: Any, case: Case) -> str:
     """attention_scores == scaling * queries @ repeat_kv(keys)^T (+ softcap, + score_bias) where the mask keeps a key, on a prompt and on a decode step."""
     blocks = require(model, QUERIES, KEYS, SCORES, PATTERN)
@@ -177,7 +177,7 @@ def heads_gap(model: Any, host: Any, run: Any, what: str) -> float:
     return expect_close(f"{what}: attention_probabilities @ attention_values against {mixed}", heads.float(), expected, dtype=heads.dtype)
 
 
-@check("attention")
+@check("attention", applies=has_softmax_attention)
 def head_outputs_are_pattern_against_values(model: Any, case: Case) -> str:
     """attention_head_outputs (or the component's mixed_heads, before a gate) == attention_probabilities @ repeat_kv(attention_values), on a prompt and on a decode step."""
     blocks = require(model, VALUES, PATTERN, HEADS)

@@ -9,7 +9,7 @@ import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 
 from ..tolerances import coarsest
-from .base import Case, Gaps, check, expect_close, model_dtype, require
+from .base import Case, Gaps, check, expect_close, has_mlp, model_dtype, require
 
 
 def _up_half(mlp: Any) -> Any:
@@ -61,7 +61,7 @@ def _neurons_run(model: Any, case: Case, layer: int, parts: tuple[str, ...]) -> 
     return dict(found)
 
 
-@check("mlp")
+@check("mlp", applies=has_mlp)
 def neurons_make_contribution(model: Any, case: Case) -> str:
     """The neurons are the activation (times up_proj on a gated MLP), and down_proj of them is what it returns in the run."""
     blocks = require(model, "mlp.mlp_activation", "mlp.mlp_neurons")

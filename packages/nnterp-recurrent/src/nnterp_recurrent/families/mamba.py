@@ -28,13 +28,7 @@ FAMILY = RecurrentFamily(
     tiny={"mamba": TinyConfig("mamba", SELECTIVE_SCAN)},
     skips={
         "mamba": {
-            "head_outputs_are_pattern_against_values": "no block has self_attn.attention_values",
-            "head_outputs_make_the_projection": "no block has self_attn.attention_head_outputs",
             "mid_stream": "no post_attention_layernorm module on this block",
-            "neurons_make_contribution": "no block has mlp.mlp_activation, mlp.mlp_neurons",
-            "pattern_is_softmax_of_scores": "no block has self_attn.attention_scores",
-            "scores_are_queries_against_keys": "no block has self_attn.attention_queries",
-            "written_pattern_moves_logits": "no block has self_attn.attention_probabilities",
         },
     },
 )
