@@ -100,7 +100,9 @@ def test_a_family_in_a_package_not_installed_names_the_package(monkeypatch):
     from nnterp import registry
 
     path = tiny_checkpoint("mamba")
-    monkeypatch.setattr(registry, "catalog", lambda: registry.Catalog(modules={}, model_types={}))
+    empty = registry.Catalog(modules={}, model_types={})
+    monkeypatch.setattr(registry, "indexed", lambda: empty)
+    monkeypatch.setattr(registry, "catalog", lambda: empty)
     with pytest.raises(FamilyNotFound, match=r"nnterp-recurrent package, which is not installed; install it"):
         StandardizedTransformer(path)
 
