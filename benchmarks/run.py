@@ -3,7 +3,10 @@
     uv run python benchmarks/run.py                 # print the table
     uv run python benchmarks/run.py --write         # and write it into benchmarks/README.md
     uv run python benchmarks/run.py --kit           # also time the kit with one and two workers (minutes)
-    uv run python benchmarks/run.py --only extraction --write   # one item, its rows replaced in the README
+    uv run python benchmarks/run.py --only construction,caching --write   # these items; every other row kept
+
+`--write` replaces the rows of the items that ran and keeps the others (the
+kit's, unless `--kit`), with the machine line of this run.
 
 Every variant of an item runs on the same weights and the same prompts, in one
 process, interleaved (one repetition of each variant in turn), with the torch
@@ -114,6 +117,9 @@ class Loaded:
         tokenizer = AutoTokenizer.from_pretrained(path)
         tokenizer.padding_side = "left"
         self.inputs = tokenizer(PROMPTS, return_tensors="pt", padding=True)
+        # the contributions item's batch of 8, numbered from each row's first real token as nnsight numbers it
+        self.inputs8 = dict(tokenizer(CACHE_PROMPTS, return_tensors="pt", padding=True))
+        self.inputs8["position_ids"] = (self.inputs8["attention_mask"].cumsum(1) - 1).clamp(min=0)
         for model in (self.nnterp, self.nnsight):
             with torch.no_grad(), model.trace(PROMPTS):
                 pass
@@ -146,6 +152,44 @@ class Loaded:
             for handle in handles:
                 handle.remove()
         return saved
+
+    # every block's layer_output and both its contributions, 8 prompts
+    def nnterp_contributions(self) -> list:
+        saved: list = []
+        with torch.no_grad(), self.nnterp.trace(CACHE_PROMPTS):
+            for i in range(self.layers):
+                block = self.nnterp.layers[i]
+                saved.append(block.self_attn.attention_output.save())
+                saved.append(block.mlp.mlp_output.save())
+                saved.append(block.layer_output.save())
+        return saved
+
+    def nnsight_contributions(self) -> list:
+        saved: list = []
+        with torch.no_grad(), self.nnsight.trace(CACHE_PROMPTS):
+            for i in range(self.layers):
+                block = self.nnsight.transformer.h[i]
+                saved.append(block.attn.output[0].save())
+                saved.append(block.mlp.output.save())
+                saved.append(block.output.save())
+        return saved
+
+    def hooked_contributions(self) -> list:
+        saved: list = []
+        first = lambda _m, _i, out: saved.append(out[0] if isinstance(out, tuple) else out)  # noqa: E731
+        modules = [module for block in self.hf.transformer.h for module in (block.attn, block.mlp, block)]
+        handles = [module.register_forward_hook(first) for module in modules]
+        try:
+            with torch.no_grad():
+                self.hf(**self.inputs8)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return saved
+
+    def plain_forward8(self) -> Any:
+        with torch.no_grad():
+            return self.hf(**self.inputs8)
 
     def plain_forward(self) -> Any:
         with torch.no_grad():
@@ -277,6 +321,23 @@ def reads(loaded: Loaded, repeats: int) -> dict[str, dict[str, float]]:
     }
 
 
+#: the contributions item's title: what one trace reads, and the batch
+CONTRIBUTIONS = "every block's layer_output, attention_output and mlp_output, 8 prompts"
+
+
+def contributions(loaded: Loaded, repeats: int) -> dict[str, float]:
+    """Every block's stream and both its contributions for a batch of 8, against forward hooks on the same 36 modules."""
+    return interleaved(
+        {
+            "forward hooks on the same modules (transformers)": loaded.hooked_contributions,
+            "standard names": loaded.nnterp_contributions,
+            "native nnsight paths": loaded.nnsight_contributions,
+            "plain forward, nothing read": loaded.plain_forward8,
+        },
+        repeats,
+    )
+
+
 def memory(loaded: Loaded, traces: int) -> dict[str, float]:
     """Resident memory after a few traces and after ``traces`` of them, each reading every block's layer_output."""
     for _ in range(10):
@@ -351,6 +412,61 @@ class PeakRss:
         return self.peak - self.start
 
 
+class LiveTensors:
+    """The most memory the tensors a block creates hold at once, in bytes: every new storage an op returns, until freed.
+
+    Counted op by op under a ``TorchDispatchMode``, so the peak is exact and the
+    allocator's timing (what it keeps, when it returns pages) plays no part, as
+    it does in a resident-memory peak. Views share their base's storage and
+    allocate nothing; tensors that existed before (the weights) are not counted.
+    """
+
+    def __init__(self) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        counter = self
+        self.live: dict[int, tuple[Any, int]] = {}
+        self.now = self.peak = 0
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                counter._count(out)
+                return out
+
+        self._mode = Mode()
+
+    def _count(self, out: Any) -> None:
+        from torch.multiprocessing.reductions import StorageWeakRef
+        from torch.utils._pytree import tree_leaves
+
+        for key in [key for key, (ref, _) in self.live.items() if ref.expired()]:
+            self.now -= self.live.pop(key)[1]
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor) and not tensor.is_meta:
+                storage = tensor.untyped_storage()
+                key = storage.data_ptr()
+                if key and key not in self.live and key not in self.before:
+                    self.live[key] = (StorageWeakRef(storage), storage.nbytes())
+                    self.now += storage.nbytes()
+        self.peak = max(self.peak, self.now)
+
+    def __enter__(self) -> "LiveTensors":
+        # every storage alive now (weights, buffers) is the model's, not the run's
+        import warnings
+
+        with warnings.catch_warnings():  # isinstance on every object touches torch's deprecated aliases
+            warnings.simplefilter("ignore")
+            self.before = {
+                obj.untyped_storage().data_ptr() for obj in gc.get_objects() if isinstance(obj, torch.Tensor) and not obj.is_meta
+            }
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+
 def cache_runner(variant: str, path: Path) -> Callable[[], Any]:
     """A function that caches item 4's values once with ``variant``: nnterp, or transformer-lens filtered or not."""
     if variant == "nnterp":
@@ -394,8 +510,9 @@ VARIANTS = {
 }
 
 
-def caching(path: Path, repeats: int, threads: int) -> tuple[dict[str, float], dict[str, float]] | str:
-    """Item 4: the variants' times interleaved in this process, and each one's peak memory in a process of its own."""
+def caching(path: Path, repeats: int, threads: int) -> tuple[dict[str, float], dict[str, float], dict[str, float]] | str:
+    """Item 4: the variants' times interleaved in this process, each one's peak memory in a process of its own, and
+    each one's peak of live tensors, counted op by op in this process."""
     import json
 
     try:
@@ -403,6 +520,13 @@ def caching(path: Path, repeats: int, threads: int) -> tuple[dict[str, float], d
     except ImportError:
         return "transformer-lens is not installed: run with uv run --group bench"
     times = interleaved(runners, repeats, warmup=1)
+    tensors = {}
+    for name, run in runners.items():
+        gc.collect()
+        with LiveTensors() as counted:
+            result = run()
+            del result
+        tensors[name] = counted.peak / 2**20
     del runners
     gc.collect()
     # one process's peak swings by tens of MB with the allocator's timing: the median of several, interleaved
@@ -417,7 +541,7 @@ def caching(path: Path, repeats: int, threads: int) -> tuple[dict[str, float], d
             if done.returncode != 0:
                 raise RuntimeError(done.stderr[-2000:])
             samples[name].append(json.loads(done.stdout.strip().splitlines()[-1])["peak"])
-    return times, {name: statistics.median(values) for name, values in samples.items()}
+    return times, {name: statistics.median(values) for name, values in samples.items()}, tensors
 
 
 # -- extraction to disk ------------------------------------------------------------------
@@ -577,18 +701,58 @@ def extraction_rows(repeats: int, threads: int) -> list[str]:
     return lines
 
 
-def splice_rows(text: str, rows: list[str]) -> str:
-    """The README's results with the extraction item's rows in place of its old ones (headers with ": extraction"), or appended."""
-    start, end = text.index(MARKERS[0]), text.index(MARKERS[1])
-    kept, skipping = [], False
-    for line in text[start:end].splitlines():
+#: the items, in the table's order; `--only` names some of them
+ITEMS = ("construction", "reads", "contributions", "memory", "kit", "caching", "extraction")
+
+
+def item_of(header: str) -> str:
+    """Which item a table header (``| **GPT-2 small size: construction** | | |``) belongs to."""
+    for marker, item in (
+        (": construction", "construction"),
+        (CONTRIBUTIONS, "contributions"),
+        (": memory over", "memory"),
+        ("the kit over", "kit"),
+        ("queries, keys, values, pattern", "caching"),
+        (": extraction", "extraction"),
+    ):
+        if marker in header:
+            return item
+    return "reads"
+
+
+def blocks_of(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """Table lines grouped under their headers: (header, its rows), the lines before the first header under ''."""
+    blocks: list[tuple[str, list[str]]] = [("", [])]
+    for line in lines:
         if line.startswith("| **"):
-            skipping = ": extraction" in line
-        if not skipping:
-            kept.append(line)
-    while kept and not kept[-1].strip():
-        kept.pop()
-    return text[:start] + "\n".join([*kept, *rows]) + "\n" + text[end:]
+            blocks.append((line, [line]))
+        else:
+            blocks[-1][1].append(line)
+    return blocks
+
+
+def splice_rows(text: str, rows: list[str], items: set[str], machine_line: str) -> str:
+    """The README's results with the rows of ``items`` replaced by ``rows`` (each block where its old one stood, a new
+    block after the one it follows in ``rows``), every other item's rows kept from the run before, the machine line new."""
+    start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
+    old = text[start:end].strip("\n").splitlines()
+    new = dict(blocks_of(rows)[1:])
+    placed: list[tuple[str, list[str]]] = []
+    for header, lines in blocks_of(old):
+        if not header:
+            placed.append(("", [machine_line if line.startswith("Machine:") else line for line in lines]))
+        elif item_of(header) not in items:
+            placed.append((header, lines))
+        elif header in new:
+            placed.append((header, new.pop(header)))
+    previous = ""
+    for header, lines in blocks_of(rows)[1:]:
+        if header in new:  # not in the old table: after the block it follows here, or at the end
+            where = next((index + 1 for index, (placed_header, _) in enumerate(placed) if placed_header == previous), len(placed))
+            placed.insert(where, (header, new.pop(header)))
+        previous = header
+    table = [line for _, lines in placed for line in lines]
+    return text[:start] + "\n" + "\n".join(table) + "\n" + text[end:]
 
 
 # -- the table -------------------------------------------------------------------------
@@ -619,8 +783,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=15, help="timed repetitions of each variant (default 15)")
     parser.add_argument("--traces", type=int, default=200, help="traces for the memory item (default 200)")
     parser.add_argument("--kit", action="store_true", help="also time the kit with one and two workers")
-    parser.add_argument("--write", action="store_true", help="write the table into benchmarks/README.md")
-    parser.add_argument("--only", choices=("extraction",), help="run only this item; with --write, replace only its rows")
+    parser.add_argument("--write", action="store_true", help="write the rows measured into benchmarks/README.md, keeping the others")
+    parser.add_argument(
+        "--only", type=lambda text: text.split(","), help=f"run only these items, comma-separated: {', '.join(ITEMS)}"
+    )
     parser.add_argument("--cache-worker", choices=("nnterp", "lens-filtered", "lens-everything"), help=argparse.SUPPRESS)
     parser.add_argument("--extraction-memory-worker", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
@@ -638,47 +804,54 @@ def main(argv: list[str] | None = None) -> int:
 
         print(json.dumps(extraction_memory_worker(tiny_gpt2())))
         return 0
-    if arguments.only == "extraction":
-        rows = extraction_rows(max(3, arguments.repeats // 3), arguments.threads)
-        print("\n".join(rows))
-        if arguments.write:
-            readme = HERE / "README.md"
-            readme.write_text(splice_rows(readme.read_text(), rows))
-        return 0
+    items = set(arguments.only or [item for item in ITEMS if item != "kit" or arguments.kit])
+    unknown = items - set(ITEMS)
+    if unknown:
+        parser.error(f"no item {', '.join(sorted(unknown))}; the items: {', '.join(ITEMS)}")
+    few = max(3, arguments.repeats // 3)
 
     lines = [f"Machine: {machine()}.", "", "| item / variant | median | ratio to the item's first row |", "|---|---|---|"]
     for label, path in (("GPT-2 small size", gpt2_small()), ("tiny GPT-2", tiny_gpt2())):
+        if not items & {"construction", "reads", "contributions", "memory"}:
+            break
         print(f"== {label}", flush=True)
-        lines += rows_of(f"{label}: construction", construction(path, max(3, arguments.repeats // 3)))
+        if "construction" in items:
+            lines += rows_of(f"{label}: construction", construction(path, few))
+        if not items & {"reads", "contributions", "memory"}:
+            continue
         loaded = Loaded(path)
-        for title, medians in reads(loaded, arguments.repeats).items():
-            lines += rows_of(f"{label}: {title}", medians)
-        usage = memory(loaded, arguments.traces)
-        lines.append(f"| **{label}: memory over {arguments.traces} traces** | | |")
-        lines += [f"| {name} | {value:.1f} | |" for name, value in usage.items()]
+        if "reads" in items:
+            for title, medians in reads(loaded, arguments.repeats).items():
+                lines += rows_of(f"{label}: {title}", medians)
+        if "contributions" in items and label == "GPT-2 small size":
+            lines += rows_of(f"{label}: {CONTRIBUTIONS}", contributions(loaded, arguments.repeats))
+        if "memory" in items:
+            usage = memory(loaded, arguments.traces)
+            lines.append(f"| **{label}: memory over {arguments.traces} traces** | | |")
+            lines += [f"| {name} | {value:.1f} | |" for name, value in usage.items()]
         del loaded
         gc.collect()
-    if arguments.kit:
+    if "kit" in items:
         print("== the kit", flush=True)
         lines += rows_of("the kit over every tiny checkpoint", kit(), unit="s")
-    print("== caching", flush=True)
-    cached = caching(gpt2_small(), max(3, arguments.repeats // 3), arguments.threads)
-    title = "GPT-2 small size: every block's queries, keys, values, pattern, head outputs and contributions, 8 prompts"
-    if isinstance(cached, str):
-        lines += [f"| **{title}** | | |", f"| not measured: {cached} | | |"]
-    else:
-        times, peaks = cached
-        lines += rows_of(f"{title}: time", times)
-        lines += rows_of(f"{title}: peak memory over the loaded model", peaks, unit="MB")
-    print("== extraction", flush=True)
-    lines += extraction_rows(max(3, arguments.repeats // 3), arguments.threads)
-    table = "\n".join(lines)
-    print(table)
+    if "caching" in items:
+        print("== caching", flush=True)
+        cached = caching(gpt2_small(), few, arguments.threads)
+        title = "GPT-2 small size: every block's queries, keys, values, pattern, head outputs and contributions, 8 prompts"
+        if isinstance(cached, str):
+            lines += [f"| **{title}** | | |", f"| not measured: {cached} | | |"]
+        else:
+            times, peaks, tensors = cached
+            lines += rows_of(f"{title}: time", times)
+            lines += rows_of(f"{title}: peak memory over the loaded model", peaks, unit="MB")
+            lines += rows_of(f"{title}: peak of live tensors (counted op by op)", tensors, unit="MB")
+    if "extraction" in items:
+        print("== extraction", flush=True)
+        lines += extraction_rows(few, arguments.threads)
+    print("\n".join(lines))
     if arguments.write:
         readme = HERE / "README.md"
-        text = readme.read_text()
-        start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
-        readme.write_text(text[:start] + "\n" + table + "\n" + text[end:])
+        readme.write_text(splice_rows(readme.read_text(), lines[4:], items, lines[0]))
     return 0
 
 

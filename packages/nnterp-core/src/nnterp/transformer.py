@@ -12,7 +12,7 @@ from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
 from . import _tensor_parallel as tensor_parallel
-from ._aliasing import spellings_kept
+from ._aliasing import aliasing_kept
 from ._cache import restore, snapshot
 from ._gradients import guarded
 from ._invokes import continues_a_cache, in_model_dtype, padded_processor_invoke
@@ -126,7 +126,7 @@ class StandardizedTransformer(TransformersModel):
         # block lists index as lists do, out of range an IndexError with the count
         envoys.setdefault("layers", Blocks)
         envoys = with_tensor_parallel(envoys, model, kwargs)
-        with spellings_kept(), device_map_checked(kwargs):
+        with aliasing_kept(), device_map_checked(kwargs):
             super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
         family.built(self)
         missing = [name for name in family.root_names if name not in self.__dict__]

@@ -8,6 +8,7 @@ memory the model's device holds is one batch's.
 
 from __future__ import annotations
 
+import gc
 import re
 from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
@@ -198,6 +199,15 @@ def _host(model: Any, name: str) -> tuple[Any, str]:
     return host, value
 
 
+def last_block_needed(model: Any, requested: list[str]) -> int | None:
+    """The last block ``requested`` (expanded names) need when none is read after the blocks: the forward can end there; else None."""
+    after = _root_values(model)[1]
+    layers = [_layer_of(name) for name in requested]
+    if not layers or any(name in after for name in requested) or None in layers:
+        return None
+    return max(layers)
+
+
 def _layer_of(name: str) -> int | None:
     match = _LAYER_NAME.match(name)
     return None if match is None else int(match.group(1))
@@ -239,10 +249,13 @@ def cache_values(
     ``device`` (floating ones cast to ``dtype``, if given) inside its trace, so
     the model's device holds one batch at a time.
 
-    ``stop_at_layer=k`` ends each forward after block ``k``, which makes runs
-    that need only early layers cheaper; asking for a value past that block
-    (or for ``logits``) is a ``ValueError``. A value the checkpoint lacks raises
-    its ``Unavailable`` before anything runs.
+    Unless ``logits`` (or another value read after the blocks) is asked for,
+    each forward ends after the last block a value needs: what the final norm
+    and the unembedding would compute is never read, so it is not computed,
+    and the logits take no memory. ``stop_at_layer=k`` ends each forward after
+    block ``k``; asking for a value past that block (or for ``logits``) is a
+    ``ValueError``. A value the checkpoint lacks raises its ``Unavailable``
+    before anything runs.
 
     A family whose forward serves values in another order than its components
     declare them (Falcon binds its values before its rotary queries and keys)
@@ -267,6 +280,9 @@ def cache_values(
         ]
         if beyond:
             raise ValueError(f"stop_at_layer={stop_at_layer} ends the forward before {', '.join(beyond)}")
+    if stop_at_layer is None:
+        # nothing read after the blocks (logits): each forward ends after the last block a value needs
+        stop_at_layer = last_block_needed(model, requested)
     hosts = [_host(model, name) for name in requested]
 
     encoding = model.tokenizer(list(prompts), padding=True, return_tensors="pt")
@@ -367,4 +383,10 @@ def _read_batch(
                 with tracer.invoke():
                     model.layers[stop_at_layer].layer_output  # noqa: B018 - wait for the block to end
                     tracer.stop()
+    if stop_at_layer is not None:
+        # nnsight stops the forward with an exception that stays in a reference cycle with the frames it passed
+        # through, so everything they held (the model's cache, the stream, through each frame's caller this batch's
+        # values) outlives the call until the cyclic collector runs; the cycle is young: collected here, in well
+        # under a millisecond, where a full collection takes a large fraction of a second
+        gc.collect(1)
     return list(read)
