@@ -3,7 +3,6 @@
 import re
 from collections import defaultdict
 
-import pytest
 from nnterp_conformance.checkpoints import names
 from nnterp_conformance.checks import CHECKS
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from ..descriptors import EProperty, TokenEProperty
+from ..descriptors import TokenEProperty
 from ..layouts import ExpertIndices, ExpertOutputs, ExpertWeights, Residual, RouterLogits
 from .mlp import DENSE, Mlp
 
