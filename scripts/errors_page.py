@@ -47,7 +47,7 @@ def case(section: str, title: str, note: str = "", setup: Callable | None = None
 class CachedKeys(Attention):
     """Keys read where the attention joins them to the cache: a branch a call without a cache does not take."""
 
-    @EProperty("source.past_key_values_update_0.output", "keys joined to the cache", select=0)
+    @EProperty("source.cache_update_0.output", "keys joined to the cache", select=0)
     def cached_keys(self, value):
         return value
 
@@ -121,7 +121,7 @@ def write_out_of_order():
 @case(
     "The order rule",
     "A value on a branch this call did not take",
-    "`cached` reads keys where the attention joins them to the cache (`past_key_values.update`); "
+    "`cached` reads keys where the attention joins them to the cache (`cache.update`); "
     "a call with `use_cache=False` never runs that line.",
 )
 def never_ran():

@@ -25,7 +25,7 @@ from nnterp_text.families.opt import OPTLayer, token_flat
 #: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
 #: (softmax top-k, renormalized or not, with a shared expert, sigmoid with grouped choice)
 STANDARD_CHECKPOINTS = (
-    "gpt2", "llama", "gemma2", "bloom", "mpt", "falcon-alibi", "afmoe", "granite_swa", "doge", "codegen",
+    "gpt2", "llama", "gemma2", "bloom", "mpt", "falcon-alibi", "afmoe", "granite_swa", "doge", "gpt_neo",
     "olmoe", "mixtral", "qwen2_moe", "deepseek_v3",
 )
 

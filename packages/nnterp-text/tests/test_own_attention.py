@@ -1,15 +1,16 @@
-"""The families whose attention does its own arithmetic: GPT-J, CodeGen, GPT-Neo, GPT-NeoX-Japanese and XGLM."""
+"""The families whose attention does its own arithmetic: GPT-Neo, GPT-NeoX-Japanese and XGLM."""
 
 import pytest
 import torch
-from nnterp import PARALLEL, Unavailable
+from nnterp import Unavailable
 from nnterp_conformance.checks import verdict
 from nnterp_conformance.runner import run
+from nnterp_text.families.own_attention import inside_helper
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-OWN_ATTENTION = ["gptj", "codegen", "gpt_neo", "gpt_neox_japanese", "xglm"]
+OWN_ATTENTION = ["gpt_neo", "gpt_neox_japanese", "xglm"]
 #: the checks a family skips, and the reason each gives
-SKIPS = {"gptj": {"mid_stream": PARALLEL}, "codegen": {"mid_stream": PARALLEL}}
+SKIPS: dict[str, dict[str, str]] = {}
 
 
 @pytest.mark.parametrize("name", OWN_ATTENTION)
@@ -44,16 +45,10 @@ def _fails_naming(result, block):
     assert result.detail.startswith(f"layers[{block}]: "), result
 
 
-def test_parallel_block_with_the_block_output_as_contribution_fails(tiny_model, monkeypatch):
-    model = tiny_model("gptj")
-    monkeypatch.setattr(type(model.layers[0].self_attn).values()["attention_output"], "key", "../output")
-    _fails_naming(verdict("contribution", model, PROMPTS), 0)
-
-
 def test_scores_read_as_the_pattern_fail_the_softmax_check(tiny_model, monkeypatch):
-    model = tiny_model("codegen")
+    model = tiny_model("gpt_neo")
     pattern = type(model.layers[0].self_attn).values()["attention_probabilities"]
-    monkeypatch.setattr(pattern, "key", "source.self__attn_0.source.call_0.input")
+    monkeypatch.setattr(pattern, "key", inside_helper("nn_functional_softmax_0.input"))
     _fails_naming(verdict("pattern_is_softmax_of_scores", model, PROMPTS), 0)
 
 

@@ -1,4 +1,4 @@
-"""Parallel blocks (Phi, Cohere, GPT-NeoX, StableLM) and families that are a known block under other names."""
+"""Parallel blocks (Phi, Cohere, GPT-NeoX, StableLM, GPT-J, CodeGen) and families that are a known block under other names."""
 
 import pytest
 import torch
@@ -9,7 +9,7 @@ from nnterp_conformance.runner import run
 from nnterp_text.families import opt
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
-PARALLEL_CHECKPOINTS = ["phi", "cohere", "cohere2", "cohere2_moe", "cohere_compass_text", "gpt_neox", "stablelm-parallel"]
+PARALLEL_CHECKPOINTS = ["phi", "cohere", "cohere2", "cohere2_moe", "cohere_compass_text", "gpt_neox", "stablelm-parallel", "gptj", "codegen"]
 SEQUENTIAL_CHECKPOINTS = [
     "gpt_neox-sequential",
     "stablelm",
@@ -65,6 +65,12 @@ def test_parallel_block_with_the_block_output_as_mlp_contribution_fails(tiny_mod
     contribution = type(model.layers[0].mlp).values()["mlp_output"]
     monkeypatch.setattr(contribution, "key", "../output")
     monkeypatch.setattr(contribution, "select", 0)
+    _fails_naming(verdict("contribution", model, PROMPTS), 0)
+
+
+def test_parallel_block_with_the_block_output_as_attention_contribution_fails(tiny_model, monkeypatch):
+    model = tiny_model("gptj")
+    monkeypatch.setattr(type(model.layers[0].self_attn).values()["attention_output"], "key", "../output")
     _fails_naming(verdict("contribution", model, PROMPTS), 0)
 
 

@@ -2,12 +2,10 @@
 
 import pytest
 import torch
-from nnterp import EProperty
-from nnterp_vision.components import ImageScatter, Vision, no_images
+from nnterp_vision.components import ImageScatter, Vision
 from nnterp_vision.components.idefics3 import MergerScatter
 from nnterp_vision.families import idefics3, smolvlm
-from nnterp_vision.layouts import ImageFeatures
-from nnterp_vision.testing import VisionFamilyTests, assert_tiny_vit, features_at, read
+from nnterp_vision.testing import VisionFamilyTests, assert_tiny_vit, features_at, features_returned, read
 from transformers.models.idefics3.modeling_idefics3 import Idefics3VisionTransformer
 from transformers.models.smolvlm.modeling_smolvlm import SmolVLMVisionTransformer
 
@@ -50,13 +48,8 @@ FeaturesScaled = features_at(
 )
 
 
-class FeaturesReturned(Vision):
-    """image_features read at the copy the inner model returns after the text model ran: equal, and causally inert."""
-
-    @EProperty("/model.output", "The features the inner model returns", no_images, select="image_hidden_states")
-    def image_features(self, value) -> ImageFeatures:
-        # Idefics3 returns the concatenated features; SmolVLM the tower's output, its pooler_output per image
-        return value if isinstance(value, torch.Tensor) else torch.cat(value.pooler_output)
+#: image_features read at the copy the inner model returns after the text model ran: equal, and causally inert
+FeaturesReturned = features_returned(Vision)
 
 
 class TestIdefics3(VisionFamilyTests):

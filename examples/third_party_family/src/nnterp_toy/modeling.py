@@ -116,12 +116,12 @@ class ToyModel(ToyPreTrainedModel):
         self.final_norm = ToyNorm(config.width, config.eps)
         self.post_init()
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None):
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None, use_cache=None):
         batch, length = input_ids.shape
         use_cache = self.config.use_cache if use_cache is None else use_cache
-        if use_cache and past_key_values is None:
-            past_key_values = DynamicCache(config=self.config)
-        past = past_key_values.get_seq_length() if past_key_values is not None else 0
+        if use_cache and cache is None:
+            cache = DynamicCache(config=self.config)
+        past = cache.get_seq_length() if cache is not None else 0
         if attention_mask is None:
             attention_mask = torch.ones(batch, past + length, dtype=torch.long, device=input_ids.device)
         if position_ids is None:
@@ -132,8 +132,8 @@ class ToyModel(ToyPreTrainedModel):
         allowed = (keys[None, :] <= queries[:, None])[None, None] & attention_mask[:, None, None, :].bool()
         mask = torch.zeros(allowed.shape, dtype=x.dtype).masked_fill(~allowed, torch.finfo(x.dtype).min)
         for block in self.blocks:
-            x = block(x, mask, past_key_values)
-        return self.final_norm(x), past_key_values
+            x = block(x, mask, cache)
+        return self.final_norm(x), cache
 
 
 class ToyForCausalLM(ToyPreTrainedModel, GenerationMixin):
@@ -143,6 +143,6 @@ class ToyForCausalLM(ToyPreTrainedModel, GenerationMixin):
         self.head = nn.Linear(config.width, config.vocab_size, bias=False)
         self.post_init()
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None, **kwargs):
-        hidden, cache = self.model(input_ids, attention_mask, position_ids, past_key_values, use_cache)
-        return CausalLMOutputWithPast(logits=self.head(hidden), past_key_values=cache)
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None, use_cache=None, **kwargs):
+        hidden, cache = self.model(input_ids, attention_mask, position_ids, cache, use_cache)
+        return CausalLMOutputWithPast(logits=self.head(hidden), cache=cache)

@@ -1,6 +1,6 @@
 """A cache handed to a call that fails comes back as it was before the call.
 
-A trace continuing a cache (``model.trace(prompt, past_key_values=cache)``)
+A trace continuing a cache (``model.trace(prompt, cache=cache)``)
 whose intervention fails half way (a value read out of order, a write that does
 not fit) has already appended the first blocks' keys to it; the next call would
 continue from a prompt the model never finished. The call's cache is
@@ -13,8 +13,20 @@ from typing import Any
 
 import torch
 
+#: the keywords a call may hand its cache by: transformers' own (``cache``) first, then the spellings it deprecates
+#: (``past_key_values``, ``cache_params``), which a user may still pass and transformers still renames
+CACHE_KEYWORDS = ("cache", "past_key_values", "cache_params")
+
 #: the per-layer tensors transformers' dynamic layers replace by concatenation (never in place): kept by reference
 REPLACED = ("keys", "values")
+
+
+def given_cache(kwargs: dict) -> Any:
+    """The cache a call's keyword arguments hand the model, under whichever spelling they use, or None."""
+    for keyword in CACHE_KEYWORDS:
+        if kwargs.get(keyword) is not None:
+            return kwargs[keyword]
+    return None
 
 
 def snapshot(cache: Any) -> list[tuple[Any, dict]] | None:
@@ -33,3 +45,35 @@ def restore(saved: list[tuple[Any, dict]] | None) -> None:
     for layer, state in saved or ():
         vars(layer).clear()
         vars(layer).update(state)
+
+
+def bridge() -> None:
+    """Close a gap between nnsight 0.8.1 and transformers 5.24's cache keyword (``StandardizedTransformer`` calls it; idempotent).
+
+    nnsight gives a call of token ids without a mask a mask of ones over its
+    own tokens, except beside a cache, which the mask would have to cover too
+    (the model builds that one itself); it knows a cache only by the name
+    ``past_key_values``. transformers 5.24 takes the cache as ``cache=``, so a
+    call continuing one that way got a mask over its new tokens alone, and
+    the model attended as though the cached tokens were padding. The cache is
+    recognised under every spelling. Upstream fix: the same test in
+    ``nnsight.modeling.processing.encode_pretokenized``.
+    """
+    import nnsight.modeling.processing as processing
+
+    encode = processing.encode_pretokenized
+    if getattr(encode, "_nnterp_bridged", False):
+        return
+
+    def bridged(encoding: dict) -> tuple:
+        cache = given_cache(encoding)
+        if cache is None or encoding.get("past_key_values") is not None:
+            return encode(encoding)
+        # the name nnsight knows, for its test alone: the forward keeps the keyword the call used
+        rows, forward = encode({**encoding, "past_key_values": cache})
+        forward.pop("past_key_values", None)
+        return rows, forward
+
+    bridged._nnterp_bridged = True  # type: ignore[attr-defined]
+    processing.encode_pretokenized = bridged
+

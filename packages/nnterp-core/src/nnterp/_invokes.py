@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._cache import given_cache
+
 
 def padded_processor_invoke(model: Any, inputs: tuple, kwargs: dict, generating: bool) -> tuple:
     """An invoke of several prompts with images, as the processor's padded encoding in the model's terms.
@@ -53,5 +55,5 @@ def in_model_dtype(model: Any, kwargs: dict) -> dict:
 
 def continues_a_cache(kwargs: dict) -> bool:
     """Whether a call continues a cache that already holds tokens (a decode step), rather than starting afresh."""
-    cache = kwargs.get("past_key_values")
+    cache = given_cache(kwargs)
     return cache is not None and getattr(cache, "get_seq_length", lambda: 0)() > 0

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import torch
 
 from . import layouts
+from ._cache import given_cache
 from ._spelling import spelled
 from .errors import WriteMismatch
 
@@ -42,7 +43,7 @@ class Call(NamedTuple):
             tokens = args[0]
         if not isinstance(tokens, torch.Tensor) or tokens.ndim < 2:
             return None
-        plain = not generating and kwargs.get("past_key_values") is None
+        plain = not generating and given_cache(kwargs) is None
         return cls(int(tokens.shape[0]), int(tokens.shape[1]), plain)
 
 

@@ -80,7 +80,29 @@ def features_returned(tower: type) -> type:
 
     Reading passes; writing moves nothing, which ``written_image_values_move_downstream`` must catch.
     """
-    moved = tower.image_features.at("/model.output", select="image_hidden_states")
+    moved = tower.image_features.at("/model.output", select="image_outputs")
+    own = moved._preprocess
+    read: dict[int, Any] = {}
+
+    def returned(envoy: Any, value: Any) -> Any:
+        # transformers 5.24 returns the tower's output as ``image_outputs``; the features it scattered are its pooled
+        # output (a tensor, or one per image, joined in token order as 5.23's image_hidden_states held them)
+        read[id(envoy)] = value
+        pooled = value.pooler_output
+        return own(envoy, torch.cat([one.flatten(0, -2) for one in pooled]) if isinstance(pooled, (list, tuple)) else pooled)
+
+    def written(envoy: Any, value: torch.Tensor) -> Any:
+        # back into the tower's output the model returned, which nothing downstream reads
+        outputs = read[id(envoy)]
+        pooled = outputs.pooler_output
+        if isinstance(pooled, (list, tuple)):
+            parts = value.reshape(-1, value.shape[-1]).split([one.flatten(0, -2).shape[0] for one in pooled])
+            outputs.pooler_output = [part.reshape(one.shape) for part, one in zip(parts, pooled)]
+        else:
+            outputs.pooler_output = value.reshape(pooled.shape)
+        return outputs
+
+    moved._preprocess, moved._postprocess = returned, written
     return type(f"{tower.__name__}FeaturesReturned", (tower,), {"image_features": moved, "__doc__": features_returned.__doc__})
 
 

@@ -9,13 +9,12 @@ mixer as they found it.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import nnsight
 import torch
 
-from ..tolerances import coarsest
+from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, model_dtype
 
 STEPS = 3
@@ -95,22 +94,21 @@ def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -
     """The prompt in two calls, the second over the first's cache: the second call's states and head outputs.
 
     ``edit(mixer)`` runs in the first call (a write of its ``state_output``).
-    The cache is handed back under the name the model's forward takes it by
-    (``cache_params`` on Mamba). A mixer whose call of several tokens starts
+    The cache is handed back as ``cache=``, the name every model's forward
+    takes it by. A mixer whose call of several tokens starts
     from zeros rather than the cache (``PROMPT_TAKES_STATE = False``: Mamba-1)
     continues from it only one token a call, as decode steps, so the rest is
     fed so.
     """
-    name = _cache_keyword(model)
     whole = getattr(type(model.layers[layer].linear_attn), "PROMPT_TAKES_STATE", True)
     pieces = [ids[cut:]] if whole else [[token] for token in ids[cut:]]
     with torch.no_grad(), model.trace(torch.tensor([ids[:cut]]), use_cache=True):
         if edit is not None:
             edit(model.layers[layer].linear_attn)
-        cache = model.output[name].save()
+        cache = model.output.cache.save()
     states, heads = [], []
     for piece in pieces:
-        with torch.no_grad(), model.trace(torch.tensor([piece]), use_cache=True, **{name: cache}):
+        with torch.no_grad(), model.trace(torch.tensor([piece]), use_cache=True, cache=cache):
             mixer = model.layers[layer].linear_attn
             states.append(mixer.states.detach().clone().save())
             heads.append(mixer.attention_head_outputs.detach().clone().save())
@@ -174,11 +172,6 @@ def written_state_continues(model: Any, case: Case) -> str:
     return f"state after token {t} written; largest gap {gap:.3g}"
 
 
-def _cache_keyword(model: Any) -> str:
-    """The name the model's forward takes its cache by (``cache_params`` on Mamba)."""
-    return "cache_params" if "cache_params" in inspect.signature(model._module.forward).parameters else "past_key_values"
-
-
 @check("recurrent", applies=is_recurrent)
 def written_states_land(model: Any, case: Case) -> str:
     """state_output = v leaves its call's output as it was and is the next call's state_input; state_input = v there gives that call the same outputs."""
@@ -186,7 +179,7 @@ def written_states_land(model: Any, case: Case) -> str:
     ids = _ids(model, case)
     if len(ids) < 2:
         raise Skip("the prompt has fewer than 2 tokens to split")
-    name, first, step = _cache_keyword(model), torch.tensor([ids[:-1]]), torch.tensor([ids[-1:]])
+    first, step = torch.tensor([ids[:-1]]), torch.tensor([ids[-1:]])
 
     def prompt(write: Any = None) -> tuple[Any, torch.Tensor, Any]:
         with torch.no_grad(), model.trace(first, use_cache=True):
@@ -195,11 +188,11 @@ def written_states_land(model: Any, case: Case) -> str:
             if write is not None:
                 mixer.state_output = write
             output = model.layers[layer].linear_attn.attention_output.detach().clone().save()
-            cache = model.output[name].save()
+            cache = model.output.cache.save()
         return left, output, cache
 
     def decode(cache: Any, write: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
-        with torch.no_grad(), model.trace(step, use_cache=True, **{name: cache}):
+        with torch.no_grad(), model.trace(step, use_cache=True, cache=cache):
             mixer = model.layers[layer].linear_attn
             if write is not None:
                 mixer.state_input = write

@@ -138,7 +138,7 @@ class RecurrentMixer(Standard):
         """
         args, kwargs = self.arguments()
         hidden = args[0] if args else kwargs["hidden_states"]
-        cache = kwargs.get("cache_params", kwargs.get("past_key_values"))
+        cache = kwargs.get("cache")
         if cache is None or hidden.shape[1] != 1:
             return False
         return cache.get_recurrent_state(self._module.layer_idx) is not None

@@ -126,7 +126,7 @@ class SelectiveScan(RecurrentMixer):
     def caches(self) -> bool:
         """Whether this call keeps a cache, so the scan returns its last state (the forward's ``output_final_state``)."""
         args, kwargs = self.arguments()
-        return kwargs.get("cache_params", kwargs.get("past_key_values")) is not None
+        return kwargs.get("cache") is not None
 
     def parallel_scan(self) -> bool:
         """Whether the scan runs mambapy's parallel scan instead of the token loop."""

@@ -1,17 +1,9 @@
-"""GPT-J: a parallel block (one norm feeds both sublayers) whose attention does its arithmetic in its own ``_attn``."""
+"""GPT-J: a parallel block (one norm feeds both sublayers) on transformers' shared attention interface."""
 
 from nnterp import ParallelLayer, TinyConfig
 from nnterp.families import default
 
 from .gpt2 import ROOT
-from .own_attention import HelperAttention
-
-
-class GPTJLayer(ParallelLayer):
-    """GPT-J's block, which returns ``(hidden_states, attn_weights)``."""
-
-    returns_tuple = True
-
 
 FAMILY = default.FAMILY.replace(
     name="gptj",
@@ -25,7 +17,7 @@ FAMILY = default.FAMILY.replace(
         "mlp.fc_out": "mlp.down_proj",
         "mlp.act": "mlp.act_fn",
     },
-    envoys={**default.FAMILY.envoys, "layers.*": GPTJLayer, "layers.*.self_attn": HelperAttention},
+    envoys={**default.FAMILY.envoys, "layers.*": ParallelLayer},
     tiny={"gptj": TinyConfig("gptj", {"n_layer": 3, "rotary_dim": 8})},
     skips={
         "gptj": {

@@ -24,8 +24,8 @@ class MptAttention(Attention):
     attention_output = Attention.attention_output.at("../resid_attn_dropout.output", select=None)
     attention_queries = Attention.attention_queries.at("source.query_states_0.output", select=None)
     # keys and values as the cache hands them back: on a decode step, every token's so far
-    attention_keys = Attention.attention_keys.at("source.past_key_values_update_0.output", select=0)
-    attention_values = Attention.attention_values.at("source.past_key_values_update_0.output", select=1)
+    attention_keys = Attention.attention_keys.at("source.cache_update_0.output", select=0)
+    attention_values = Attention.attention_values.at("source.cache_update_0.output", select=1)
     attention_scores = Attention.attention_scores.at("source.nn_functional_softmax_0.input")
     attention_probabilities = Attention.attention_probabilities.at("source.nn_functional_dropout_0.output")
 

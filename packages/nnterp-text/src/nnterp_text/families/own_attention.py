@@ -1,6 +1,6 @@
 """Attention that does its own arithmetic instead of calling transformers' shared interface.
 
-GPT-J, CodeGen, GPT-Neo and GPT-NeoX-Japanese compute their attention in a
+GPT-Neo, GPT-NeoX-Japanese and OpenAI GPT compute their attention in a
 method of their own, ``attn_output, attn_weights = self._attn(query, key,
 value, attention_mask)``: ``HelperAttention`` reads the interior there.
 ``viewed`` moves a value to a tensor the model holds in another layout, such
