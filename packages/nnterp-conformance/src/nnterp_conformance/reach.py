@@ -26,6 +26,14 @@ XLNET = (
     "scores, two streams when a target mapping is given, memories carried across calls), which no family maps yet"
 )
 MULTI_STREAM = "a multi-stream residual (hyper-connections): the stream is [batch, seq, streams, hidden], not one tensor"
+LOOPED_SHORT_CONV = (
+    "Inkling 2's blocks (a short causal convolution after each sublayer, post_attention_convolution and "
+    "post_mlp_convolution, with block attention residuals over earlier blocks' summed states), which no component "
+    "serves yet, and the layers from loop_layer_index_start to loop_layer_index_end run loop_num_passes times per "
+    "forward (3 by default), each later pass restarting from the pre-loop stream and mixing the previous pass's "
+    "block states into its queries, keys, values and MLP input through message gates, so a value read on a looped "
+    "block is one of several calls; serving it needs the conv mixer, then values addressed per pass"
+)
 ASSISTANT = (
     "does not build: the class default config fails its own validation (a KV-sharing assistant); and a drafter: "
     "its forward reads the backbone's inputs_embeds and shared KV states, so it does not run on a prompt alone"
@@ -41,6 +49,7 @@ KINDS = {
     VISION: ("fuyu", "gemma3n", "mllama", "dots3_note"),
     XLNET: ("xlnet",),
     MULTI_STREAM: ("deepseek_v4", "hy_v4"),
+    LOOPED_SHORT_CONV: ("inkling2_loop_text",),
     ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
 }
 
@@ -51,7 +60,7 @@ VISION_NOT_YET = (
 )
 
 #: the reasons that are about a recurrent or hybrid mixer: the report's recurrent section lists their types
-RECURRENT_KINDS = (ZAMBA, SHORT_CONV, OWN_RECURRENCE, QSA)
+RECURRENT_KINDS = (ZAMBA, SHORT_CONV, LOOPED_SHORT_CONV, OWN_RECURRENCE, QSA)
 
 #: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
 STRUCTURE = {
@@ -70,6 +79,15 @@ STRUCTURE = {
     "reformer": (
         "a reversible residual: each block carries two streams (the attention adds to one, the feed-forward to the "
         "other) concatenated on the hidden axis, so no one tensor is the stream"
+    ),
+    "dory": (
+        "an nGPT block on the unit sphere: the block overwrites the stream with its L2-normalized input (no residual "
+        "is kept) and moves it toward each sublayer's normalized output at a learned per-channel rate (h + "
+        "|lambda| * (out - h)), so no sublayer adds to the stream; and the layers from n_input_layers on "
+        "(n_recurrent_layers of them) run n_recurrent_loops times per forward (2 by default), each pass starting "
+        "from norm(stream) + the normalized stream that entered the loop, so a value read on a looped block is one "
+        "of several calls and the stream between passes is mixed outside any block; serving it needs values "
+        "addressed per pass (hrm_text's cycles need the same) and contributions declared unavailable, as on Beam"
     ),
     "cpmant": (
         "not mapped yet: a pre-LN block, but every stream starts with prompt_length learned prompt tokens before the "

@@ -29,6 +29,13 @@ VQ_TOKENS = (
     "vocabulary ids and embedded by the text model's own embed_tokens before the scatter, so the image enters as "
     "token ids; no tower blocks run and no projector maps features"
 )
+VQ_TOKENS_APERTUS = (
+    "image tokens are discrete codes: Apertus 1.5's vision tokenizer (a convolutional encoder with attention blocks, "
+    "then an IBQ quantizer taking the argmax over a codebook, kept in float32) turns each image into a grid of codes, "
+    "offset by image_token_offset to vocabulary ids and embedded by the text model's own embed_tokens before "
+    "Apertus1p5Model.forward's masked_scatter, so no tower blocks run on a patch stream and no projector maps "
+    "features (an audio tokenizer does the same for audio); its text model is served as apertus1p5_text"
+)
 PREPENDED_IMAGE = (
     "no image token: GitModel.forward concatenates the projected CLIP-tower features in front of the (normed) text "
     "embeddings, so the stream grows by the image rows, which attend to each other both ways, and nothing in the "
@@ -90,10 +97,22 @@ SHORT_CONV_TEXT = (
     "its text model is a short causal convolution mixer (LFM2's or Inkling's: lfm2, lfm3, inkling_text, "
     "inkling2_text), which no nnterp component serves yet, so there is no text side to attach a tower to"
 )
+LOOPED_SHORT_CONV_TEXT = (
+    "its text model (inkling2_loop_text) is Inkling 2's short causal convolution blocks with some layers run "
+    "loop_num_passes times per forward, the later passes gated by the previous pass's block states, which no nnterp "
+    "component serves yet, so there is no text side to attach a tower to; the wrapper is Inkling 2's"
+)
 MULTI_STREAM_TEXT = (
     "its text model is a multi-stream residual (DeepSeek-V4's hyper-connections: the stream is [batch, seq, hc_mult, "
     "hidden], mixed by attn_hc and ffn_hc around each sublayer) with linear-attention and DSA sparse-attention "
     "layers, which nnterp does not serve"
+)
+HY_V4_MULTI_STREAM_TEXT = (
+    "its text model (hy_v4_vl_text: HY-V4's, with 3-D M-RoPE) is a multi-stream residual (hyper-connections: the "
+    "stream is [batch, seq, hc_mult, hidden], mixed by a HyperConnection around each sublayer and a HyperHead before "
+    "the final norm) with DSA sparse attention, which nnterp does not serve (hy_v4 is out of reach as text); beside "
+    "that, its tower is HunYuan-VL's packed SigLIP-block ViT whose per-image merger sits inside the tower, which no "
+    "family maps either (see hunyuan_vl)"
 )
 RESIDUAL_GATE_TEXT = (
     "its text model rescales the residual at each sublayer (MuseSparkResidualGate: alpha * residual + beta * "
@@ -236,6 +255,7 @@ VISION_KINDS = {
     ENCODER_DECODER: ("florence2", "pix2struct", "pp_formulanet", "t5gemma2", "udop", "vision-encoder-decoder"),
     CROSS_ATTENTION: ("blip", "idefics", "mllama"),
     VQ_TOKENS: ("chameleon", "emu3"),
+    VQ_TOKENS_APERTUS: ("apertus1p5",),
     PREPENDED_IMAGE: ("git",),
     INDEX_WRITTEN_BEFORE_SCALE: ("kosmos-2", "kosmos-2.5"),
     QFORMER: ("blip-2", "instructblip", "instructblipvideo"),
@@ -246,7 +266,9 @@ VISION_KINDS = {
     PROTEIN_TEXT: ("evolla",),
     TEXT_ONLY_IN_MAPPING: ("mistral4",),
     SHORT_CONV_TEXT: ("inkling2", "inkling_mm_model", "lfm2_vl", "lfm3_vl"),
+    LOOPED_SHORT_CONV_TEXT: ("inkling2_loop",),
     MULTI_STREAM_TEXT: ("glm5_next",),
+    HY_V4_MULTI_STREAM_TEXT: ("hy_v4_vl",),
     RESIDUAL_GATE_TEXT: ("muse_spark",),
     QSA_TEXT: ("qwen4_exp",),
     MISTRAL_LARGE4_TEXT: ("mistral_large4",),
