@@ -34,6 +34,15 @@ Reason = str | Callable[[Any], str | None] | None
 Select = int | str | Callable[[Any], int | str | None] | None
 
 
+#: where an envoy keeps the values the proof at load withdrew from it (``nnterp.proof``): value name -> reason
+REFUTED = "_nnterp_refuted"
+
+
+def refutation(obj: Any, name: str) -> str | None:
+    """Why the proof at load withdrew the value ``name`` from the envoy ``obj``, or None where it did not."""
+    return getattr(obj, "__dict__", {}).get(REFUTED, {}).get(name)
+
+
 class EProperty(eproperty):
     """An eproperty whose key is a path from the host, and which can say when it is unavailable.
 
@@ -212,6 +221,9 @@ class EProperty(eproperty):
 
     def reason(self, obj: Any) -> str | None:
         """Why this value is not available on ``obj``, or None when it is."""
+        refuted = refutation(obj, self.name)
+        if refuted is not None:
+            return refuted
         reason = self._unavailable(obj) if callable(self._unavailable) else self._unavailable
         if reason is not None:
             return reason

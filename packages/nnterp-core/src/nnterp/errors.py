@@ -128,3 +128,8 @@ class FamilyNotFound(LookupError):
 
 class FamilyMismatch(LookupError):
     """A family whose names do not fit the model it was given: the message names what is missing."""
+
+
+class UnprovenFamily(UserWarning):
+    """A load serves a family the kit never proved on this model or this release: an inferred family, a
+    transformers release outside the proven series. The proof at load ran instead; the warning says what it found."""

@@ -44,8 +44,10 @@ class Family:
     name: str
     #: the ``model_type`` values of the configs it serves
     model_types: tuple[str, ...] = ()
-    #: the transformers model classes it serves, by class name (``"LlamaForCausalLM"``): a checkpoint whose
-    #: ``model_type`` no family names is served by the family whose classes its ``architectures`` list
+    #: the transformers model classes it serves beyond those of its model types, by class name
+    #: (``"LlamaForCausalLM"``). The catalog indexes these and every class transformers' auto mappings give its
+    #: model types (``scripts/catalogs.py``): a checkpoint whose ``model_type`` no family names is served by the
+    #: family whose classes it is built of (a config-only type reusing Llama's, a hub checkpoint saying so)
     model_classes: tuple[str, ...] = ()
     #: native module paths to standard names, handed to nnsight's ``rename=`` (``{"transformer.h": "layers"}``)
     rename: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -87,6 +89,10 @@ class Family:
     #: ``(model) -> None``, before a call that continues no cache: drops what the model kept of the last
     #: prompt (Qwen-VL's ``rope_deltas``)
     on_fresh_call: Callable[[Any], None] | None = None
+    #: how a load found this family where it was not by a model type the family lists (or ``family=``): ``"model
+    #: class LlamaForCausalLM, which the default family serves ..."``, ``"inferred from the module tree ..."``. Set
+    #: by ``StandardizedTransformer`` on the copy it serves, never by a family module; None: found by its own type
+    resolution: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("rename", "envoys", "load_defaults", "tiny"):
@@ -114,7 +120,17 @@ class Family:
 
     def __repr__(self) -> str:
         serves = ", ".join(self.model_types) or "no model type of its own"
-        return f"{type(self).__name__}({self.name!r}: serves {serves})"
+        found = f"; {self.resolution}" if self.resolution else ""
+        return f"{type(self).__name__}({self.name!r}: serves {serves}{found})"
+
+    @property
+    def inferred(self) -> bool:
+        """Whether this family was read off a module tree at load rather than written (``nnterp.inference``)."""
+        return (self.resolution or "").startswith("inferred")
+
+    def found_by(self, resolution: str) -> Family:
+        """This family, saying how a load found it (``resolution``); every other field as it is."""
+        return dataclasses.replace(self, resolution=resolution)
 
     @property
     def root_names(self) -> tuple[str, ...]:
@@ -150,7 +166,7 @@ class Family:
 
 
 #: what a copy does not inherit: a sibling serves its own model types, with its own checkpoints
-OWN_FIELDS: dict[str, Any] = {"model_types": (), "model_classes": (), "tiny": {}, "skips": {}, "half_precision_failures": {}}
+OWN_FIELDS: dict[str, Any] = {"model_types": (), "model_classes": (), "tiny": {}, "skips": {}, "half_precision_failures": {}, "resolution": None}
 
 #: the hooks a wrapper takes from its text family where it sets none itself
 INHERITED_HOOKS = ("no_final_norm", "position_ids", "project_on_vocab")

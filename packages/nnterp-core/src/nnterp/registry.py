@@ -55,13 +55,61 @@ class Catalog:
 
     @classmethod
     def of(cls, families: list[Family], modules: Mapping[str, str]) -> Catalog:
-        """The catalog of ``families``, each defined in ``modules[family.name]``."""
+        """The catalog of ``families``, each defined in ``modules[family.name]``.
+
+        A family's classes are those it declares and those transformers' auto
+        mappings give its model types (``own_classes``); a class two families
+        claim goes to the first.
+        """
+        classes: dict[str, str] = {}
+        for family in families:
+            owned = [*family.model_classes, *(name for model_type in family.model_types for name in own_classes(model_type))]
+            for name in owned:
+                classes.setdefault(name, family.name)
         return cls(
             modules={family.name: modules[family.name] for family in families},
             model_types={model_type: family.name for family in families for model_type in family.model_types},
-            model_classes={name: family.name for family in families for name in family.model_classes},
+            model_classes=classes,
             checkpoints={name: (family.name, tiny.model_type) for family in families for name, tiny in family.tiny.items()},
         )
+
+
+#: transformers' auto mappings whose classes a family serves: the causal LM, the base model, the vision-language wrapper
+AUTO_MAPPINGS = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES")
+
+
+def mapped_classes(model_type: str) -> tuple[str, ...]:
+    """The class names transformers' auto mappings build ``model_type`` with (``exaone``: ``LlamaForCausalLM``, ...)."""
+    from transformers.models.auto import modeling_auto
+
+    found: list[str] = []
+    for mapping in AUTO_MAPPINGS:
+        names = getattr(modeling_auto, mapping).get(model_type, ())
+        found += [names] if isinstance(names, str) else list(names)
+    return tuple(dict.fromkeys(found))
+
+
+def own_classes(model_type: str) -> tuple[str, ...]:
+    """The classes of ``mapped_classes`` that ``model_type``'s own modeling module defines.
+
+    A config-only type (transformers' ``exaone`` builds ``LlamaForCausalLM``)
+    owns none: its classes stay Llama's, so the family serving ``llama`` is the
+    one that serves them.
+    """
+    import importlib.util
+
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    module = model_type_to_module_name(model_type)
+    try:
+        spec = importlib.util.find_spec(f"transformers.models.{module}.modeling_{module}")
+    except ModuleNotFoundError:
+        return ()
+    if spec is None or not spec.origin:
+        return ()
+    with open(spec.origin, encoding="utf-8") as source:
+        text = source.read()
+    return tuple(name for name in mapped_classes(model_type) if f"\nclass {name}(" in text)
 
 
 def _merged(catalogs: list[Catalog], over: Catalog | None = None) -> Catalog:
@@ -130,17 +178,31 @@ def family_for(model_type: str) -> Family:
     name = _entry("model_types", model_type)
     if name is not None:
         return family_named(name)
+    missing_package(model_type)
+    raise FamilyNotFound(
+        f"no nnterp family exists yet for model type {model_type!r}; write one "
+        f"(docs/adding-a-family.md) and register it under the {FAMILIES!r} entry-point group, "
+        "or pass family= (an nnterp Family) to StandardizedTransformer"
+    )
+
+
+def missing_package(model_type: str) -> None:
+    """Raise ``FamilyNotFound`` naming the package to install where an uninstalled nnterp package serves ``model_type``."""
     package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
     if package is not None:
         raise FamilyNotFound(
             f"model type {model_type!r} is served by the {package} package, which is not installed; "
             f"install it (uv add {package}, or pip install {package}) and load again"
         )
-    raise FamilyNotFound(
-        f"no nnterp family exists yet for model type {model_type!r}; write one "
-        f"(docs/adding-a-family.md) and register it under the {FAMILIES!r} entry-point group, "
-        "or pass family= (an nnterp Family) to StandardizedTransformer"
-    )
+
+
+def family_of_classes(classes: list[str]) -> tuple[Family, str] | None:
+    """The family serving the first of ``classes`` any family serves, with that class's name; None where none does."""
+    for name in classes:
+        found = _entry("model_classes", name)
+        if found is not None:
+            return family_named(found), name
+    return None
 
 
 def checkpoint_names() -> list[str]:

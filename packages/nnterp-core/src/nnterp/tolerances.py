@@ -1,4 +1,4 @@
-"""How far two computations of one value may drift, by dtype; every entry says why.
+"""How far two computations of one value may drift, by dtype; every entry says why (the kit's checks and the proof at load judge by it).
 
 A tolerance is relative: a difference passes when it is at most
 ``TOLERANCE[dtype] * scale``, with ``scale`` the largest magnitude of the value

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from types import ModuleType
 from typing import Any
 
-import torch
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
 from . import _tensor_parallel as tensor_parallel
 from ._aliasing import aliasing_kept
-from ._cache import restore, snapshot
+from ._cache import bridge as cache_bridge
+from ._cache import given_cache, restore, snapshot
 from ._gradients import guarded
 from ._invokes import continues_a_cache, in_model_dtype, padded_processor_invoke
 from ._loading import check_checkpoint, device_map_checked
@@ -21,12 +22,14 @@ from ._prompts import check_invokes, check_tokens
 from ._writes import Call
 from .components.blocks import Blocks
 from .components.standard import blocks_support
-from .descriptors import EProperty, declared_values
+from ._resolution import config_dict, resolve
+from ._versions import unproven
+from .descriptors import EProperty, declared_values, refutation
+from .errors import FamilyMismatch, Unavailable, UnprovenFamily
+from .family import Family, as_family
+from .inference import sibling
 from .layouts import Logits
 from .logits import unembed
-from .errors import FamilyMismatch
-from .family import Family, as_family
-from .registry import family_for
 
 
 
@@ -36,23 +39,6 @@ _PREPROCESSOR_FLAGS = {
     "feature_extractor": "_load_feature_extractor",
     "processor": "_load_processor",
 }
-
-
-def _config_dict(model: Any, kwargs: dict) -> dict:
-    """The checkpoint's config as a plain dict (nested configs as dicts too)."""
-    config = model.config if isinstance(model, torch.nn.Module) else kwargs.get("config")
-    if config is not None:
-        return config.to_dict()
-    # The raw dict, not AutoConfig: a family outside transformers registers its
-    # config class when its family module is imported, which is after this.
-    from transformers import PretrainedConfig
-
-    hub = {k: kwargs[k] for k in ("revision", "token") if k in kwargs}
-    return PretrainedConfig.get_config_dict(model, **hub)[0]
-
-
-def _model_type(model: Any, kwargs: dict) -> str:
-    return _config_dict(model, kwargs)["model_type"]
 
 
 def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict) -> dict:
@@ -103,6 +89,7 @@ class StandardizedTransformer(TransformersModel):
         rename: dict | None = None,
         envoys: dict | None = None,
         task: str | None = None,
+        verify: bool | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(model, os.PathLike):
@@ -110,10 +97,10 @@ class StandardizedTransformer(TransformersModel):
         if isinstance(model, str):
             model = os.path.expanduser(model)
             check_checkpoint(model)
-        family = as_family(family) or family_for(_model_type(model, kwargs))
+        family = as_family(family) or resolve(model, kwargs)
         # a family whose names depend on the checkpoint's config (LLaVA: a CLIP or a Pixtral tower) names the one serving it
         if family.for_config is not None:
-            family = family.for_config(_config_dict(model, kwargs)) or family
+            family = family.for_config(config_dict(model, kwargs)) or family
         # a wrapper takes its text family's block names, components and hooks, found through the registry
         family = family.with_text_family()
         self.family = family
@@ -126,6 +113,7 @@ class StandardizedTransformer(TransformersModel):
         # block lists index as lists do, out of range an IndexError with the count
         envoys.setdefault("layers", Blocks)
         envoys = with_tensor_parallel(envoys, model, kwargs)
+        cache_bridge()
         with aliasing_kept(), device_map_checked(kwargs):
             super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
         family.built(self)
@@ -135,6 +123,25 @@ class StandardizedTransformer(TransformersModel):
                 f"the {family.name} family gives this {type(self._module).__name__} no {', '.join(missing)}: "
                 "its rename does not fit this model's module names (print(model) shows them)"
             )
+        #: the proof at load (``nnterp.proof.Proof``) where one ran, else None
+        self.proof = None
+        reasons = _verify_reasons(family, verify)
+        if reasons:
+            self.verify(reasons if reasons != [ASKED] else None)
+
+    def verify(self, because: list[str] | None = None) -> Any:
+        """Prove the family on this checkpoint now (``nnterp.proof``): the values an identity refutes become ``Unavailable``.
+
+        A few short traces on a fixed prompt, on the real weights; returns the
+        ``Proof`` (also kept as ``model.proof``). Warns (``UnprovenFamily``)
+        with what it found when ``because`` says why the load asked for it.
+        """
+        from .proof import prove
+
+        self.proof = prove(self)
+        if because or not self.proof.holds:
+            warnings.warn(_proof_message(self, because or [ASKED]), UnprovenFamily, stacklevel=3)
+        return self.proof
 
     def _update(self, module: Any) -> None:
         super()._update(module)
@@ -177,7 +184,7 @@ class StandardizedTransformer(TransformersModel):
         args, kwargs = super()._batch(invokes, fn)
         check_tokens(self, args, kwargs, prompts)
         self._nnterp_call = Call.of(args, kwargs, generating)
-        self._nnterp_cache = snapshot(kwargs.get("past_key_values"))
+        self._nnterp_cache = snapshot(given_cache(kwargs))
         kwargs = in_model_dtype(self, kwargs)
         if self.family.on_fresh_call is not None and not continues_a_cache(kwargs):
             self.family.on_fresh_call(self)
@@ -226,6 +233,9 @@ class StandardizedTransformer(TransformersModel):
         ``project_on_vocab``). Inside a trace it is an ad hoc call, which serves
         nothing and moves no location.
         """
+        refuted = refutation(self, "project_on_vocab")
+        if refuted is not None:
+            raise Unavailable(self, "project_on_vocab", refuted)
         return (self.family.project_on_vocab or unembed)(self, hidden)
 
     def steer(self, layers: Any, vector: Tensor, factor: float = 1.0, *, token_positions: Any = None, batch_index: Any = None) -> None:
@@ -285,6 +295,36 @@ class StandardizedTransformer(TransformersModel):
         rows: dict[str, Any] = {name: value.reason(self) for name, value in declared_values(type(self)).items()}
         rows.update(blocks_support(self.layers))
         return rows
+
+
+#: why a load proves its family when the caller asked for it, and nothing else did
+ASKED = "verify=True was given"
+
+
+def _verify_reasons(family: Family, verify: bool | None) -> list[str]:
+    """Why this load proves its family (empty: it does not): asked for, an inferred family, a release never proven on."""
+    if verify is False:
+        return []
+    reasons = [ASKED] if verify else []
+    if family.inferred:
+        reasons.append(f"the family was {family.resolution}")
+    reasons += [f"{release} is outside the releases the families were proven on" for release in unproven()]
+    return reasons
+
+
+def _proof_message(model: Any, because: list[str]) -> str:
+    proof = model.proof
+    held = sum(finding.status == "holds" for finding in proof.findings)
+    failed = [finding for finding in proof.findings if finding.status == "fails"]
+    lines = [f"nnterp proved the {model.family.name} family on this checkpoint at load ({'; '.join(because)}): {held} identities hold"]
+    if failed:
+        lines[0] += f", {len(failed)} fail; their values are Unavailable with the identity as the reason:"
+        lines += [f"  {finding}" for finding in failed]
+    else:
+        lines[0] += ", none fails."
+    if model.family.inferred:
+        lines.append(f"It serves this model as {sibling(model.family)}; a family for it (docs/adding-a-family.md) would serve it for sure.")
+    return "\n".join(lines)
 
 
 def _prompts_of(invokes: list) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..tolerances import close
+from nnterp.tolerances import close
 
 
 class CheckFailure(AssertionError):
@@ -159,6 +159,9 @@ def sublayers(model: Any, layer: int) -> tuple[str, ...]:
     (Falcon-H1) runs both mixers on one norm's output and adds both.
     """
     block = model.layers[layer]
+    contributions = getattr(block, "contributions", None)
+    if contributions is not None:
+        return contributions()
     mixers = tuple(f"{mixer}.attention_output" for mixer in mixers_of(model, layer))
     return (*mixers, *(("mlp.mlp_output",) if hasattr(block, "mlp") else ()))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tolerances import BATCH_TOLERANCE, coarsest
+from nnterp.tolerances import BATCH_TOLERANCE, coarsest
 from .base import Case, Gaps, Skip, check, expect_close, model_dtype, read, require
 
 

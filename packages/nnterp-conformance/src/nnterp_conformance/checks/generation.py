@@ -7,7 +7,7 @@ from typing import Any
 import nnsight
 import torch
 
-from ..tolerances import coarsest
+from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, check, expect_close, get, input_shape
 from .residual import contribution_blocks
 

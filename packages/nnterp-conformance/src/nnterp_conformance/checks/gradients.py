@@ -18,7 +18,7 @@ import torch
 from nnterp.reasons import PARALLEL
 
 from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, get, model_dtype, mixers_of, sublayers
-from ..tolerances import coarsest
+from nnterp.tolerances import coarsest
 
 #: the block values whose gradients are checked: the stream's three points, the contributions added to it, and the
 #: attention's heads (what attribution patching over heads differentiates)

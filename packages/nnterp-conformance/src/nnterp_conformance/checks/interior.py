@@ -16,7 +16,7 @@ import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp import Unavailable
 
-from ..tolerances import coarsest
+from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get, has_softmax_attention, prompt_lengths, require
 
 QUERIES, KEYS, VALUES = "self_attn.attention_queries", "self_attn.attention_keys", "self_attn.attention_values"

@@ -8,7 +8,7 @@ import nnsight
 import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 
-from ..tolerances import coarsest
+from nnterp.tolerances import coarsest
 from .base import Case, Gaps, check, expect_close, has_mlp, model_dtype, require
 
 

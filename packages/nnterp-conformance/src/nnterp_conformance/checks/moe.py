@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..tolerances import BATCH_TOLERANCE, coarsest
+from nnterp.tolerances import BATCH_TOLERANCE, coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, input_shape, model_dtype, read, require
 
 

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import torch
 
 from ..recurrences import recurrence
-from ..tolerances import coarsest
+from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close
 from .interior import DecodeStep, Prompt, reads, text_block
 from .recurrent import _recurrent, is_recurrent

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..tolerances import coarsest
+from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixers_of, model_dtype, read, require, sublayers
 
 #: the stream values around a block's contributions

@@ -128,6 +128,14 @@ class Layer(Standard):
         """
         return None
 
+    def contributions(self) -> tuple[str, ...]:
+        """The values this block adds to its stream, in the order it calls the sublayers: each mixer's
+        ``attention_output`` (a parallel hybrid's block, Falcon-H1's, has two), then ``mlp.mlp_output`` where it has
+        an MLP. ``layer_input`` plus them is ``layer_output``: the identity the kit's ``contribution`` and the proof at
+        load hold."""
+        mixers = [name for name in self.SUBLAYERS if name != "mlp" and hasattr(self, name)]
+        return (*(f"{mixer}.attention_output" for mixer in mixers), *(("mlp.mlp_output",) if hasattr(self, "mlp") else ()))
+
     @property
     def index(self) -> int:
         """This block's position in the model's block list."""

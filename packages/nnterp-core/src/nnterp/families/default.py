@@ -29,5 +29,7 @@ FAMILY = Family(
         "mistral": TinyConfig("mistral", {"num_hidden_layers": 3, "sliding_window": None}),
         "qwen2": TinyConfig("qwen2", {"num_hidden_layers": 3}),
         "qwen3": TinyConfig("qwen3", {"num_hidden_layers": 3}),
+        # a config-only type of transformers that builds LlamaForCausalLM: served by its class, not listed
+        "exaone": TinyConfig("exaone", {"num_hidden_layers": 3}),
     },
 )

@@ -25,6 +25,9 @@ FAMILY = default.FAMILY.replace(
         "deepseek_v32": TinyConfig("deepseek_v32", {**MLA, **ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
         "glm4_moe_lite": TinyConfig("glm4_moe_lite", {**MLA, **SPARSE, "num_hidden_layers": 3}),
         **{model_type: TinyConfig(model_type) for model_type in ("dots1", "glm4_moe", "exaone_moe", "solar_open")},
+        # config-only types of transformers that build DeepSeek-V3's and GLM-4-MoE's classes: served by class, not listed
+        "sarvam_mla": TinyConfig("sarvam_mla", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
+        "sarvam_moe": TinyConfig("sarvam_moe"),
     },
     skips={
         "dots1": {

@@ -1,0 +1,356 @@
+"""The proof at load: the kit's cheap identities on the loaded checkpoint, and the values each failure withdraws.
+
+``StandardizedTransformer(..., verify=True)`` runs them after loading (and
+does so unasked for an inferred family and on a transformers release the
+families were not proven on): a few short traces on a fixed prompt, on the
+real weights. Each identity vouches for values; where one fails, those values
+become ``Unavailable`` on the blocks it failed on, with the identity and its
+gap as the reason, and everything else is served::
+
+    model = StandardizedTransformer(path, verify=True)
+    print(model.proof)          # each identity: holds, fails (and what it withdrew), or not run and why
+    model.proof.refuted         # {(layer, "self_attn.attention_output"): "the proof at load found ..."}
+
+The identities are the conformance kit's, restricted to what holds on every
+family by definition: the contributions add up to the block's output, the
+stream between the sublayers is the input plus the attention's, each block
+hands its output to the next, the logits are the last stream projected, the
+pattern is the softmax of the scores, the heads are the pattern against the
+values, and the down projection of the neurons is the MLP's output where the
+MLP returns that projection.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import textwrap
+from typing import Any
+
+import torch
+
+from .components import Mlp
+from .components.standard import Standard
+from .descriptors import REFUTED
+from .tolerances import close, coarsest
+
+#: the prompt's length, in tokens; the ids are drawn from this seed, so every proof reads the same prompt
+PROMPT_TOKENS, SEED = 12, 0
+
+HOLDS, FAILS, NOT_RUN = "holds", "fails", "not run"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One identity on the loaded checkpoint: whether it holds, the gap or why it did not run, the values it withdrew."""
+
+    identity: str
+    status: str
+    detail: str
+    refuted: tuple[tuple[int | None, str], ...] = ()
+
+    def __str__(self) -> str:
+        withdrawn = f"; withdrawn: {', '.join(_spelled(at) for at in self.refuted)}" if self.refuted else ""
+        return f"{self.identity}: {self.status} ({self.detail}){withdrawn}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Proof:
+    """Every identity's finding on one checkpoint, and the values the failures withdrew, each with its reason."""
+
+    findings: tuple[Finding, ...]
+    refuted: dict[tuple[int | None, str], str]
+
+    @property
+    def holds(self) -> bool:
+        """Whether no identity failed."""
+        return not self.refuted
+
+    def __str__(self) -> str:
+        return "\n".join(str(finding) for finding in self.findings)
+
+
+def prove(model: Any, withdraw: bool = True) -> Proof:
+    """Run the identities on ``model`` (a loaded ``StandardizedTransformer``) and, with ``withdraw``, make what each
+    failure refutes ``Unavailable`` on it."""
+    prompt = torch.randint(1, max(model.vocab_size, 2), (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(SEED))
+    reads = _Reads(model, prompt)
+    findings = [identity(model, reads) for identity in IDENTITIES]
+    findings += reads.failures()
+    refuted: dict[tuple[int | None, str], str] = {}
+    for finding in findings:
+        for at in finding.refuted:
+            refuted.setdefault(at, f"the proof at load found {finding.identity} does not hold: {finding.detail}")
+    if withdraw:
+        withdrawn(model, refuted)
+    return Proof(tuple(findings), refuted)
+
+
+def withdrawn(model: Any, refuted: dict[tuple[int | None, str], str]) -> None:
+    """Make each refuted value ``Unavailable`` with its reason: ``(layer, "self_attn.attention_output")`` on that block's attention."""
+    for (layer, name), reason in refuted.items():
+        host = model if layer is None else model.layers[layer]
+        *path, value = name.split(".")
+        for step in path:
+            host = host.__dict__.get(step)
+        if host is not None:
+            host.__dict__.setdefault(REFUTED, {})[value] = reason
+
+
+class _Reads:
+    """The prompt's values, read once each: one trace per value over every block, so that one value that raises
+    (an operation a release moved) withdraws itself and nothing else."""
+
+    def __init__(self, model: Any, prompt: torch.Tensor) -> None:
+        self.model, self.prompt = model, prompt
+        self.dtype = next(model._module.parameters()).dtype
+        self.found: dict[str, dict[int | None, torch.Tensor]] = {}
+        self.raised: dict[str, tuple[list[int | None], str]] = {}
+
+    def blocks(self, name: str) -> list[int]:
+        """The blocks where ``name`` is available (declared so and not withdrawn)."""
+        return [layer for layer in range(self.model.num_layers) if _reason(self.model.layers[layer], name) is None]
+
+    def get(self, name: str) -> dict[int | None, torch.Tensor]:
+        """``name`` on every block that has it (the root's, under None, for ``logits``); empty where reading it raised."""
+        if name not in self.found and name not in self.raised:
+            layers: list[int | None] = [None] if name == "logits" else list(self.blocks(name))
+            try:
+                self.found[name] = self._trace(name, layers)
+            except Exception as error:  # noqa: BLE001 - whatever a read raises (a moved operation, a changed return) refutes it
+                self.raised[name] = (layers, f"reading it raised {type(error).__name__}: {str(error).splitlines()[0]}")
+        return self.found.get(name, {})
+
+    def _trace(self, name: str, layers: list[int | None]) -> dict[int | None, torch.Tensor]:
+        import nnsight
+
+        model = self.model
+        with torch.no_grad(), model.trace(self.prompt):
+            saved = nnsight.save({})
+            for layer in layers:
+                host = model if layer is None else model.layers[layer]
+                saved[layer] = _value(host, name).detach().clone()
+        return dict(saved)
+
+    def failures(self) -> list[Finding]:
+        """A finding per value whose read raised: it is withdrawn where it was asked for, with what it raised."""
+        return [
+            Finding(f"{name} reads", FAILS, detail, tuple((layer, name) for layer in layers))
+            for name, (layers, detail) in self.raised.items()
+        ]
+
+
+def _value(host: Any, dotted: str) -> Any:
+    for step in dotted.split("."):
+        host = getattr(host, step)
+    return host
+
+
+def _reason(block: Any, dotted: str) -> str | None:
+    """Why ``dotted`` is not served on ``block`` (a missing sublayer, a declared reason, a withdrawal), or None."""
+    *path, name = dotted.split(".")
+    host = block
+    for step in path:
+        host = host.__dict__.get(step)
+        if not isinstance(host, Standard):
+            return f"no {step} module"
+    declared = type(host).values().get(name)
+    return "not declared" if declared is None else declared.reason(host)
+
+
+def _judge(
+    reads: _Reads, identity: str, pairs: list[tuple[int | None, torch.Tensor, torch.Tensor]], vouched: tuple[str, ...], why_not: str | None = None
+) -> Finding:
+    """Hold ``actual == expected`` on each ``(layer, actual, expected)``; a failure withdraws ``vouched`` on that layer.
+
+    With no pair, the identity did not run: ``why_not`` says why (a value the family does not serve, and its reason).
+    """
+    if not pairs:
+        return Finding(identity, NOT_RUN, why_not or "no block has the sublayers it is about")
+    failed, worst = [], 0.0
+    for layer, actual, expected in pairs:
+        if actual.shape != expected.shape:
+            failed.append((layer, f"shapes differ: {tuple(actual.shape)} against {tuple(expected.shape)}"))
+            continue
+        # a value upcast to float32 from half-precision weights carries their rounding: judged by the model's dtype too
+        ok, gap, allowed = close(actual, expected, dtype=coarsest(actual, expected, reads.dtype))
+        worst = max(worst, gap)
+        if not ok:
+            failed.append((layer, f"off by {gap:.3g} (allowed {allowed:.3g})"))
+    if not failed:
+        return Finding(identity, HOLDS, f"on {len(pairs)} {'block' if len(pairs) == 1 else 'blocks'}, largest gap {worst:.3g}")
+    detail = "; ".join(f"{'the root' if layer is None else f'layers[{layer}]'}: {what}" for layer, what in failed)
+    return Finding(identity, FAILS, detail, tuple((layer, name) for layer, _ in failed for name in vouched))
+
+
+def _why_not(model: Any, names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` block 0 does not serve, with its reason."""
+    for name in names:
+        reason = _reason(model.layers[0], name)
+        if reason is not None:
+            return f"{name} is not served: {reason}"
+    return None
+
+
+def _terms(model: Any, layer: int) -> tuple[str, ...]:
+    contributions = getattr(model.layers[layer], "contributions", None)
+    return contributions() if contributions is not None else ()
+
+
+def _sums(reads: _Reads, blocks: dict[int, tuple[str, ...]], target: str) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
+    """Per block, ``(layer, target, layer_input + its terms)``, summed in float32 (a block may keep its stream in float32
+    under half-precision sublayers, as Mamba's does)."""
+    values = {name: reads.get(name) for name in {"layer_input", target, *(term for terms in blocks.values() for term in terms)}}
+    return [
+        (layer, values[target][layer].float(), sum(values[name][layer].float() for name in ("layer_input", *terms)))
+        for layer, terms in blocks.items()
+        if all(layer in values[name] for name in ("layer_input", target, *terms))
+    ]
+
+
+def contribution(model: Any, reads: _Reads) -> Finding:
+    """layer_input + the block's contributions (each mixer's attention_output, mlp_output) == layer_output."""
+    blocks = {}
+    for layer in range(model.num_layers):
+        terms = _terms(model, layer)
+        if terms and all(layer in reads.blocks(name) for name in ("layer_input", "layer_output", *terms)):
+            blocks[layer] = terms
+    pairs = _sums(reads, blocks, "layer_output") if blocks else []
+    vouched = tuple(dict.fromkeys(term for terms in blocks.values() for term in terms))
+    why_not = _why_not(model, ("layer_input", "layer_output", *_terms(model, 0)))
+    return _judge(reads, "contribution (layer_input + attention_output + mlp_output == layer_output)", pairs, vouched, why_not)
+
+
+def mid_stream(model: Any, reads: _Reads) -> Finding:
+    """layer_mid == layer_input + the attention_output of every mixer the block has."""
+    blocks = {}
+    for layer in reads.blocks("layer_mid"):
+        mixers = tuple(term for term in _terms(model, layer) if term.endswith("attention_output"))
+        if mixers and all(layer in reads.blocks(name) for name in ("layer_input", *mixers)):
+            blocks[layer] = mixers
+    pairs = _sums(reads, blocks, "layer_mid") if blocks else []
+    return _judge(reads, "mid_stream (layer_input + attention_output == layer_mid)", pairs, ("layer_mid",), _why_not(model, ("layer_mid", "layer_input")))
+
+
+def stream_continuity(model: Any, reads: _Reads) -> Finding:
+    """layers[i + 1].layer_input == layers[i].layer_output."""
+    inputs, outputs = reads.get("layer_input"), reads.get("layer_output")
+    pairs = [(layer + 1, inputs[layer + 1], outputs[layer]) for layer in range(model.num_layers - 1) if layer in outputs and layer + 1 in inputs]
+    return _judge(reads, "stream_continuity (each block's layer_input is the last one's layer_output)", pairs, ("layer_input",))
+
+
+def logits_from_last_layer(model: Any, reads: _Reads) -> Finding:
+    """model.logits == model.project_on_vocab(layers[-1].layer_output), in one trace."""
+    import nnsight
+
+    last = model.num_layers - 1
+    if last not in reads.blocks("layer_output"):
+        return Finding("logits_from_last_layer", NOT_RUN, "the last block's layer_output is not served")
+    try:
+        with torch.no_grad(), model.trace(reads.prompt):
+            projected = nnsight.save(model.project_on_vocab(model.layers[last].layer_output).detach().clone())
+            logits = nnsight.save(model.logits.detach().clone())
+    except Exception as error:  # noqa: BLE001 - the projection or the logits raising refutes the projection
+        return Finding("logits_from_last_layer", FAILS, f"raised {type(error).__name__}: {str(error).splitlines()[0]}", ((None, "project_on_vocab"),))
+    return _judge(reads, "logits_from_last_layer (project_on_vocab(layers[-1].layer_output) == logits)", [(None, projected, logits)], ("project_on_vocab",))
+
+
+def pattern_is_softmax_of_scores(model: Any, reads: _Reads) -> Finding:
+    """softmax(self_attn.attention_scores) == self_attn.attention_probabilities, on attentions without a sink column."""
+    names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
+    blocks = [
+        layer for layer in reads.blocks(names[0])
+        if layer in reads.blocks(names[1]) and not getattr(model.layers[layer].self_attn, "sink_column", False)
+    ]
+    scores, pattern = (reads.get(names[0]), reads.get(names[1])) if blocks else ({}, {})
+    pairs = [
+        (layer, pattern[layer], torch.softmax(scores[layer].float(), dim=-1).to(pattern[layer].dtype))
+        for layer in blocks
+        if layer in scores and layer in pattern
+    ]
+    return _judge(reads, "pattern_is_softmax_of_scores (softmax(attention_scores) == attention_probabilities)", pairs, names, _why_not(model, names))
+
+
+def head_outputs_are_pattern_against_values(model: Any, reads: _Reads) -> Finding:
+    """The attention's mixed heads == attention_probabilities @ repeat_kv(attention_values), seq first."""
+    pairs = []
+    values, pattern = {}, {}
+    for layer in reads.blocks("self_attn.attention_values"):
+        mixed = f"self_attn.{model.layers[layer].self_attn.mixed_heads}"
+        if layer not in reads.blocks("self_attn.attention_probabilities") or layer not in reads.blocks(mixed):
+            continue
+        values, pattern, heads = reads.get("self_attn.attention_values"), reads.get("self_attn.attention_probabilities"), reads.get(mixed)
+        if not all(layer in found for found in (values, pattern, heads)):
+            continue
+        grouped = values[layer].float()
+        if grouped.shape[1] and pattern[layer].shape[1] % grouped.shape[1] == 0:
+            grouped = grouped.repeat_interleave(pattern[layer].shape[1] // grouped.shape[1], dim=1)
+        expected = (pattern[layer].float() @ grouped).transpose(1, 2) if pattern[layer].shape[-1] == grouped.shape[-2] else grouped
+        pairs.append((layer, heads[layer].float(), expected))
+    return _judge(
+        reads,
+        "head_outputs_are_pattern_against_values (attention_probabilities @ attention_values == the heads)",
+        pairs,
+        ("self_attn.attention_head_outputs",),
+        _why_not(model, ("self_attn.attention_values", "self_attn.attention_probabilities")),
+    )
+
+
+def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
+    """down_proj(mlp.mlp_neurons) == mlp.mlp_output, on MLPs whose forward returns its down projection's call."""
+    blocks = [
+        layer for layer in reads.blocks("mlp.mlp_neurons")
+        if layer in reads.blocks("mlp.mlp_output") and _returns_down_projection(model.layers[layer].mlp)
+    ]
+    pairs = []
+    if blocks:
+        import nnsight
+
+        # the projection is an ad hoc call inside the trace, so it runs where the weights are (offloaded, sharded)
+        try:
+            with torch.no_grad(), model.trace(reads.prompt):
+                saved = nnsight.save({})
+                for layer in blocks:
+                    mlp = model.layers[layer].mlp
+                    projected = mlp.down_proj(mlp.mlp_neurons).detach().clone()
+                    saved[layer] = (mlp.mlp_output.detach().clone(), projected)
+        except Exception as error:  # noqa: BLE001 - reading them raising refutes them, as any other read
+            return Finding("neurons_make_contribution", FAILS, f"raised {type(error).__name__}: {str(error).splitlines()[0]}", tuple((layer, "mlp.mlp_neurons") for layer in blocks))
+        pairs = [(layer, output, projected) for layer, (output, projected) in dict(saved).items()]
+    why_not = _why_not(model, ("mlp.mlp_neurons", "mlp.mlp_output")) or "no MLP's forward returns its down projection's call"
+    return _judge(reads, "neurons_make_contribution (down_proj(mlp_neurons) == mlp_output)", pairs, ("mlp.mlp_neurons", "mlp.mlp_activation"), why_not)
+
+
+def _returns_down_projection(mlp: Any) -> bool:
+    """Whether the MLP's contribution is its own output as it is (the base ``Mlp``'s, not moved nor scaled) and its
+    forward ends ``return self.<down_proj>(...)``."""
+    if type(mlp).mlp_output is not Mlp.mlp_output or "experts" in mlp.__dict__:
+        return False
+    down = mlp.__dict__.get("down_proj")
+    native = down.path.rsplit(".", 1)[-1] if down is not None else None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(mlp._module).forward)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    bound = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+    returns = [node.value for node in ast.walk(tree) if isinstance(node, ast.Return) and node.value is not None]
+    returned = [bound.get(value.id) if isinstance(value, ast.Name) else value for value in returns]
+    return len(returned) == 1 and isinstance(returned[0], ast.Call) and isinstance(returned[0].func, ast.Attribute) and returned[0].func.attr == native
+
+
+#: the identities, in the order they run
+IDENTITIES = (
+    contribution,
+    mid_stream,
+    stream_continuity,
+    logits_from_last_layer,
+    pattern_is_softmax_of_scores,
+    head_outputs_are_pattern_against_values,
+    neurons_make_contribution,
+)
+
+
+def _spelled(at: tuple[int | None, str]) -> str:
+    layer, name = at
+    return f"model.{name}" if layer is None else f"layers[{layer}].{name}"
