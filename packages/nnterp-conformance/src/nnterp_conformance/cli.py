@@ -85,7 +85,7 @@ def _jsonable(reasons: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nnterp-conformance", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,list,report,mutants,upgrade-report}")
     check = commands.add_parser("check", help="print a checkpoint's support table and run every check on it")
     check.add_argument("checkpoint", help="a registered tiny checkpoint's name (gpt2, llama, ...) or a checkpoint directory")
     check.add_argument("--json", action="store_true", help="print one JSON record instead of the table")
@@ -110,8 +110,42 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--check", action="store_true", help="write nothing; exit non-zero if the files there are stale")
     mutants = commands.add_parser("mutants", help="run the standard mutants on checkpoints and print which checks kill them")
     mutants.add_argument("checkpoint", nargs="+", help="registered tiny checkpoints' names or checkpoint directories")
+    upgrade = commands.add_parser(
+        "upgrade-report",
+        help="run the kit in a scratch environment with another transformers release and report what moved, per family",
+    )
+    upgrade.add_argument("--transformers", required=True, metavar="X.Y.Z", help="the transformers release to try")
+    upgrade.add_argument("--env", default=None, metavar="DIR", help="build (or reuse) the scratch environment here and keep it (default: a temporary folder)")
+    upgrade.add_argument("--checkpoint", action="append", default=None, metavar="NAME", help="a registered checkpoint to run (repeatable; default: every one)")
+    upgrade.add_argument("--out", default=None, metavar="FILE", help="where to write the Markdown (default: upgrade-report-X.Y.Z.md here)")
+    upgrade.add_argument(
+        "--baseline", default=None, metavar="FILE",
+        help="a families.json to compare with, instead of running the kit on the checkpoints in this environment",
+    )
+    # the radar's own: the raw records of this environment's release (what upgrade-report runs on both sides)
+    records = commands.add_parser("records")
+    records.add_argument("--checkpoint", action="append", default=None)
+    records.add_argument("--json", required=True)
     arguments = parser.parse_args(argv)
     _set_threads(arguments)
+    if arguments.command == "upgrade-report":
+        from pathlib import Path
+
+        from .upgrade import upgrade_report
+
+        return upgrade_report(
+            arguments.transformers,
+            env=None if arguments.env is None else Path(arguments.env),
+            checkpoints=arguments.checkpoint,
+            out=None if arguments.out is None else Path(arguments.out),
+            baseline=None if arguments.baseline is None else Path(arguments.baseline),
+        )
+    if arguments.command == "records":
+        from pathlib import Path
+
+        from .upgrade import records_command
+
+        return records_command(arguments.checkpoint, Path(arguments.json))
     if arguments.command == "mutants":
         return mutants_command(arguments)
     if arguments.command == "list":
@@ -137,7 +171,7 @@ def _set_threads(arguments: argparse.Namespace) -> None:
         from .checkpoints import registered
 
         threads = 1 if registered(str(arguments.checkpoint)) else None
-    elif threads is None and arguments.command in ("mutants", "report"):
+    elif threads is None and arguments.command in ("mutants", "report", "records"):
         threads = 1
     if threads is not None:
         import torch

@@ -66,8 +66,12 @@ def mixture_types() -> frozenset[str]:
 EXPERTS_CLASS = re.compile(r"^class \w+Experts\(", re.M)
 
 
-def record(model: Any, checkpoint: str) -> dict[str, Any]:
-    """The report's record for one checkpoint: the kit's verdicts on the fixed prompts and the unavailable values."""
+def record(model: Any, checkpoint: str, details: bool = False) -> dict[str, Any]:
+    """The report's record for one checkpoint: the kit's verdicts on the fixed prompts and the unavailable values.
+
+    With ``details``, also each failing check's detail text under ``"details"`` (the upgrade radar's records;
+    the committed report leaves it out).
+    """
     from .runner import run
 
     verdicts = run(model)
@@ -95,6 +99,8 @@ def record(model: Any, checkpoint: str) -> dict[str, Any]:
         entry["reason"] = "fails " + ", ".join(failed)
     if checkpoint in names():
         entry["half_precision"] = half_precision(checkpoint)
+    if details:
+        entry["details"] = {verdict.name: verdict.detail for verdict in verdicts if verdict.status == FAIL}
     return entry
 
 
@@ -192,21 +198,58 @@ def merge(checked: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def collect(progress: bool = True) -> list[dict[str, Any]]:
-    """Every record: one per model type a registered checkpoint covers, then one per mapping type none does."""
+def collect(progress: bool = True, checkpoints: list[str] | None = None, details: bool = False) -> list[dict[str, Any]]:
+    """Every record: one per model type a registered checkpoint covers, then one per mapping type none does.
+
+    ``checkpoints`` narrows the run to those registered checkpoints (default: every one); ``details`` keeps each
+    failing check's detail text in its record (see ``record``), and a checkpoint that raises the frames it raised
+    through (the upgrade radar's records).
+    """
     from .checkpoints import names
     from .runner import load
 
     checked = []
-    checkpoints = names()
+    checkpoints = names() if checkpoints is None else list(checkpoints)
     for index, checkpoint in enumerate(checkpoints):
         if progress:
             print(f"[{index + 1}/{len(checkpoints)}] {checkpoint}", flush=True)
-        checked.append(record(load(checkpoint), checkpoint))
+        try:
+            checked.append(record(load(checkpoint), checkpoint, details))
+        except Exception as error:  # a release the families were not written for: the record says what broke
+            checked.append(broken(checkpoint, error))
+            if details:  # and where it raised, innermost last
+                checked[-1]["details"] = {"raised at": raised_at(error)}
     records = merge(checked)
     covered = {entry["model_type"] for entry in records}
     records.extend(out_of_reach(model_type) for model_type in mapping_types() if model_type not in covered)
     return records
+
+
+def broken(checkpoint: str, error: Exception) -> dict[str, Any]:
+    """The record of a checkpoint that would not load or whose checks raised: the exception, named."""
+    from nnterp.registry import checkpoint_family, family_module, family_named
+
+    from .checkpoints import spec
+
+    return {
+        "model_type": spec(checkpoint).model_type,
+        "checkpoint": checkpoint,
+        "family": family_module(family_named(checkpoint_family(checkpoint))),
+        "status": FAIL,
+        "checks": {},
+        "skipped": {},
+        "unavailable": {},
+        "mixture": False,
+        "recurrent": None,
+        "reason": f"raises {type(error).__name__}: {error}",
+    }
+
+
+def raised_at(error: BaseException) -> list[str]:
+    """The frames ``error`` passed through, outermost first, as ``file:line in function``."""
+    import traceback
+
+    return [f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in traceback.extract_tb(error.__traceback__)]
 
 
 def checkpoint_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -305,7 +348,7 @@ def half_precision_section(rows: list[dict[str, Any]]) -> list[str]:
         "## Half precision",
         "",
         f"The kit on a {HALF} load of each checkpoint that passes in float32, on the fixed prompts, with the tolerances of "
-        f"`nnterp_conformance.tolerances`: **{len(passing) - len(failing)} of {len(passing)} pass**.",
+        f"`nnterp.tolerances`: **{len(passing) - len(failing)} of {len(passing)} pass**.",
     ]
     if failing:
         lines[-1] += " Where one does not, its family declares why (`half_precision_failures`):"
