@@ -9,6 +9,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'granitemoehybrid',
         'jamba',
         'kimi_linear',
+        'lara_mini',
         'mamba',
         'mamba2',
         'nemotron_h',
@@ -21,6 +22,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
     'nnterp-text': (
         'afmoe',
         'apertus',
+        'apertus1p5_text',
         'arcee',
         'aria_text',
         'axk1',

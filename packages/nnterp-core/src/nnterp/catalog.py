@@ -13,8 +13,17 @@ CATALOG = Catalog(
         'qwen3': 'default',
     },
     model_classes={
+        'LlamaForCausalLM': 'default',
+        'LlamaModel': 'default',
+        'MistralForCausalLM': 'default',
+        'MistralModel': 'default',
+        'Qwen2ForCausalLM': 'default',
+        'Qwen2Model': 'default',
+        'Qwen3ForCausalLM': 'default',
+        'Qwen3Model': 'default',
     },
     checkpoints={
+        'exaone': ('default', 'exaone'),
         'llama': ('default', 'llama'),
         'mistral': ('default', 'mistral'),
         'qwen2': ('default', 'qwen2'),
