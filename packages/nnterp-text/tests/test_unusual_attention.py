@@ -122,15 +122,19 @@ def test_assigned_queries_reach_both_interface_calls(tiny_model):
 
 def test_doge_rescales_the_residual_before_adding_the_attention(tiny_model):
     model = tiny_model("doge")
-    with pytest.raises(Unavailable, match="input_residual"):
-        model.layers[0].self_attn.attention_output
-    with pytest.raises(Unavailable, match="post_attention_residual"):
-        model.layers[0].mlp.mlp_output
-    stream, attention, mid, mlp, output = _read(model, 0, "layer_input", "self_attn.output.0", "layer_mid", "mlp.output", "layer_output")
+    names = ("layer_input", "layer_input_rescaling", "self_attn.attention_output", "layer_mid", "layer_mid_rescaling", "mlp.mlp_output", "layer_output")
+    stream, input_term, attention, mid, mid_term, mlp, output = _read(model, 0, *names)
     block = model.layers[0]._module
-    torch.testing.assert_close(mid, block.input_residual * stream + attention)
-    torch.testing.assert_close(output, block.post_attention_residual * mid + mlp)
+    # the terms are what the block's arithmetic makes of its learned vectors, and the contributions the modules' outputs
+    torch.testing.assert_close(input_term, (block.input_residual - 1) * stream)
+    torch.testing.assert_close(mid_term, (block.post_attention_residual - 1) * mid)
+    torch.testing.assert_close(mid, stream + input_term + attention)
+    torch.testing.assert_close(output, mid + mid_term + mlp)
+    assert model.layers[0].contributions() == names[1:3] + names[4:6]
     assert not torch.allclose(mid, stream + attention, atol=1e-3)
+    with pytest.raises(Exception, match="derived"):
+        with model.trace("Hello"):
+            model.layers[0].layer_input_rescaling = torch.zeros(1)
 
 
 def test_openai_gpt_normalizes_the_stream_after_each_sublayer(tiny_model):

@@ -24,6 +24,7 @@ from .components import ParallelLayer as ParallelLayer
 from .components import PostNormAttention as PostNormAttention
 from .components import PostNormLayer as PostNormLayer
 from .components import PostNormMlp as PostNormMlp
+from .components import RescaledLayer as RescaledLayer
 from .components import SandwichLayer as SandwichLayer
 from .components import SharedMlpLayer as SharedMlpLayer
 from .components import SigmoidMoe as SigmoidMoe

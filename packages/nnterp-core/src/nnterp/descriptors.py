@@ -134,6 +134,16 @@ class EProperty(eproperty):
         moved._preprocess, moved._postprocess, moved._transform = self._preprocess, self._postprocess, self._transform
         return moved
 
+    def derived(self, compute: Callable[[Any], Any]) -> "DerivedEProperty":
+        """This value computed by ``compute(envoy)`` from other served values: the same meaning, docstring and layout, read-only.
+
+        ``layer_input_rescaling = Layer.layer_input_rescaling.derived(lambda block: ...)``
+        is how a family serves a term the model never holds as one tensor.
+        """
+        found = DerivedEProperty(compute, self.description)
+        found.name, found.__doc__ = self.name, compute.__doc__ or self.__doc__
+        return found
+
     def scaled(self, factor: Callable[[Any], float], **changes: Any) -> "EProperty":
         """This value times ``factor(envoy)``: a sublayer whose output the block scales before adding it.
 

@@ -223,12 +223,13 @@ def contribution(model: Any, reads: _Reads) -> Finding:
 
 
 def mid_stream(model: Any, reads: _Reads) -> Finding:
-    """layer_mid == layer_input + the attention_output of every mixer the block has."""
+    """layer_mid == layer_input + the attention_output of every mixer the block has (+ its rescaling of layer_input)."""
     blocks = {}
     for layer in reads.blocks("layer_mid"):
-        mixers = tuple(term for term in _terms(model, layer) if term.endswith("attention_output"))
-        if mixers and all(layer in reads.blocks(name) for name in ("layer_input", *mixers)):
-            blocks[layer] = mixers
+        mid_terms = getattr(model.layers[layer], "mid_terms", None)
+        terms = mid_terms() if mid_terms is not None else ()
+        if any(term.endswith("attention_output") for term in terms) and all(layer in reads.blocks(name) for name in ("layer_input", *terms)):
+            blocks[layer] = terms
     pairs = _sums(reads, blocks, "layer_mid") if blocks else []
     return _judge(reads, "mid_stream (layer_input + attention_output == layer_mid)", pairs, ("layer_mid",), _why_not(model, ("layer_mid", "layer_input")))
 

@@ -83,18 +83,26 @@ def stream_continuity(model: Any, case: Case) -> str:
     return f"{len(pairs)} boundaries equal"
 
 
+def mid_terms(model: Any, layer: int) -> tuple[str, ...]:
+    """The terms block ``layer``'s ``layer_mid`` is the sum of besides ``layer_input``: its mixers' ``attention_output``,
+    after the rescaling of ``layer_input`` where the block has one (``Layer.mid_terms``)."""
+    terms = getattr(model.layers[layer], "mid_terms", None)
+    return terms() if terms is not None else tuple(f"{mixer}.attention_output" for mixer in mixers_of(model, layer))
+
+
 @check("residual")
 def mid_stream(model: Any, case: Case) -> str:
-    """layer_mid == layer_input + attention_output (of every mixer the block has) where the block has a mid stream."""
+    """layer_mid == layer_input + the mixers' attention_output (+ layer_input_rescaling) where the block has a mid stream."""
     blocks = {}
     for layer in require(model, "layer_input", "layer_mid"):
-        mixers = tuple(f"{mixer}.attention_output" for mixer in mixers_of(model, layer))
-        if mixers and all(layer in available(model, name) for name in mixers):
-            blocks[layer] = mixers
+        terms = mid_terms(model, layer)
+        if any(name.endswith("attention_output") for name in terms) and all(layer in available(model, name) for name in terms):
+            blocks[layer] = terms
     if not blocks:
         support = model.support()
-        reasons = {name: support.get(name) for name in ("layer_mid", "self_attn.attention_output", "linear_attn.attention_output") if support.get(name)}
-        raise Skip(f"no block serves layer_mid beside its mixers' attention_output ({reasons})")
+        names = ("layer_mid", "layer_input_rescaling", "self_attn.attention_output", "linear_attn.attention_output")
+        reasons = {name: support.get(name) for name in names if support.get(name)}
+        raise Skip(f"no block serves layer_mid beside the terms it sums ({reasons})")
     values = read_contributions(model, case, blocks)
     mids = dict(zip(blocks, read(model, case, [(layer, "layer_mid") for layer in blocks])))
     gaps = Gaps()

@@ -11,7 +11,11 @@ from torch import Tensor
 from ..descriptors import EProperty
 from ..errors import MissingModule
 from ..layouts import Residual
+from ..reasons import ABSENT_TERMS, INPUT_NOT_RESCALED, MID_NOT_RESCALED, NO_PER_LAYER_INPUT, OUTPUT_NOT_RESCALED
 from .standard import Standard
+
+#: the residual terms a block may add besides its sublayers' contributions, in the order its forward makes them
+RESIDUAL_TERMS = ("layer_input_rescaling", "layer_mid_rescaling", "per_layer_input_output", "layer_output_rescaling")
 
 
 class Layer(Standard):
@@ -26,6 +30,11 @@ class Layer(Standard):
     """
 
     lacks = "a block's own values are its residual stream's"
+
+    #: the first block value the forward serves after the mixers, and after the MLP: where ``toolkit.cache.block_order``
+    #: places the sublayers' own values
+    AFTER_MIXERS: ClassVar[str] = "layer_mid"
+    AFTER_MLP: ClassVar[str] = "per_layer_input_output"
 
     #: whether the block returns a tuple whose first element is the stream, where its forward's return statements
     #: do not say (``returns_a_tuple`` reads them first, so a release that changes the return moves with it)
@@ -71,6 +80,19 @@ class Layer(Standard):
         """
         return value
 
+    @EProperty("input", "What rescaling layer_input changes in the stream", unavailable=INPUT_NOT_RESCALED)
+    def layer_input_rescaling(self, value: Tensor) -> Residual:
+        """What the block's rescaling of ``layer_input`` adds to the stream, ``[batch, seq, hidden_size]``.
+
+        On a block that adds its mixer to ``s * layer_input`` (Doge's learned
+        ``input_residual``, Beam's depth scale, ZAYA's affine ResidualScaling)
+        it is ``s * layer_input - layer_input``, so that
+        ``layer_mid == layer_input + layer_input_rescaling + attention_output``.
+        Derived from ``layer_input`` and the block's scale where the block
+        starts: read-only (write ``layer_input`` or the contribution instead).
+        """
+        return value
+
     @EProperty("input_layernorm.output", "What the attention is called with: its pre-norm's output")
     def attention_norm_output(self, value: Tensor) -> Residual:
         """The attention's pre-norm output, ``[batch, seq, hidden_size]``: ``input_layernorm.output``."""
@@ -89,6 +111,17 @@ class Layer(Standard):
         """
         return value
 
+    @EProperty("post_attention_layernorm.input", "What rescaling layer_mid changes in the stream", unavailable=MID_NOT_RESCALED)
+    def layer_mid_rescaling(self, value: Tensor) -> Residual:
+        """What the block's rescaling of ``layer_mid`` adds to the stream, ``[batch, seq, hidden_size]``.
+
+        ``s * layer_mid - layer_mid`` on a block that adds its MLP to
+        ``s * layer_mid``, so that ``layer_output == layer_mid +
+        layer_mid_rescaling + mlp_output`` there. Derived where ``layer_mid``
+        is read: read-only.
+        """
+        return value
+
     @EProperty("post_attention_layernorm.output", "What the MLP's pre-norm hands on")
     def mlp_norm_output(self, value: Tensor) -> Residual:
         """The MLP's pre-norm output, ``[batch, seq, hidden_size]``: ``post_attention_layernorm.output``."""
@@ -97,6 +130,29 @@ class Layer(Standard):
     @EProperty("mlp.input", "What the MLP is called with")
     def mlp_input(self, value: Tensor) -> Residual:
         """The MLP's input, ``[batch, seq, hidden_size]``; ``mlp_norm_output`` where nothing sits between them."""
+        return value
+
+    @EProperty("output", "What the per-layer input adds to the stream", unavailable=NO_PER_LAYER_INPUT)
+    def per_layer_input_output(self, value: Tensor) -> Residual:
+        """What the block's per-layer-input branch adds to the stream, ``[batch, seq, hidden_size]``.
+
+        Gemma 3n and Gemma 4 feed every block a per-layer input made from the
+        token ids and the embeddings; after the MLP the block gates it by the
+        stream, projects it to the hidden size, norms it and adds it: this is
+        that norm's output, a term of ``layer_output`` like the contributions.
+        In-place edits and assignment reach the model.
+        """
+        return value
+
+    @EProperty("output", "What rescaling the summed stream changes in it", unavailable=OUTPUT_NOT_RESCALED)
+    def layer_output_rescaling(self, value: Tensor) -> Residual:
+        """What the block's rescaling of its summed stream adds to it, ``[batch, seq, hidden_size]``.
+
+        Gemma 4 multiplies the stream by ``layer_scalar`` after adding every
+        term: this is ``layer_scalar - 1`` times that sum, so the other terms
+        keep their own values and ``layer_output`` is still their sum with
+        this one. Derived where the sum is made: read-only.
+        """
         return value
 
     @EProperty("output", "The residual stream leaving this block", select=0)
@@ -129,12 +185,29 @@ class Layer(Standard):
         return None
 
     def contributions(self) -> tuple[str, ...]:
-        """The values this block adds to its stream, in the order it calls the sublayers: each mixer's
-        ``attention_output`` (a parallel hybrid's block, Falcon-H1's, has two), then ``mlp.mlp_output`` where it has
-        an MLP. ``layer_input`` plus them is ``layer_output``: the identity the kit's ``contribution`` and the proof at
-        load hold."""
-        mixers = [name for name in self.SUBLAYERS if name != "mlp" and hasattr(self, name)]
-        return (*(f"{mixer}.attention_output" for mixer in mixers), *(("mlp.mlp_output",) if hasattr(self, "mlp") else ()))
+        """The terms ``layer_output`` is the sum of besides ``layer_input``, in the order the block adds them.
+
+        Each mixer's ``attention_output`` (a parallel hybrid's block, Falcon-H1's,
+        has two), then ``mlp.mlp_output`` where it has an MLP, and between them
+        the residual terms the block has (``RESIDUAL_TERMS``: a rescaling of the
+        stream, a per-layer input). ``layer_input`` plus them is
+        ``layer_output``: the identity the kit's ``contribution`` and the proof
+        at load hold, and the terms ``decompose_resid`` splits the stream into.
+        """
+        input_term, mid_term, *last_terms = RESIDUAL_TERMS
+        mixers = tuple(f"{name}.attention_output" for name in self.SUBLAYERS if name != "mlp" and hasattr(self, name))
+        mlp = ("mlp.mlp_output",) if hasattr(self, "mlp") else ()
+        order = (input_term, *mixers, mid_term, *mlp, *last_terms)
+        return tuple(name for name in order if name not in RESIDUAL_TERMS or self.has_term(name))
+
+    def mid_terms(self) -> tuple[str, ...]:
+        """The terms ``layer_mid`` is the sum of besides ``layer_input``: the rescaling of ``layer_input`` where the
+        block has one, then each mixer's ``attention_output``."""
+        return tuple(name for name in self.contributions() if name == RESIDUAL_TERMS[0] or name.endswith(".attention_output"))
+
+    def has_term(self, name: str) -> bool:
+        """Whether this block adds the residual term ``name`` (one of ``RESIDUAL_TERMS``), served or not."""
+        return type(self).values()[name].reason(self) not in ABSENT_TERMS
 
     @property
     def index(self) -> int:

@@ -115,13 +115,14 @@ def block_order(block: Any) -> list[str]:
     """Every value of a block, relative to it (``"self_attn.attention_probabilities"``), in the order the forward serves them.
 
     Designed from the components' declaration order, which the components keep
-    for this: a ``Layer`` declares its stream boundaries in forward order
-    (``layer_input``, ``attention_norm_output``, ``layer_mid``,
-    ``mlp_norm_output``, ``mlp_input``, ``layer_output``); an ``Attention`` or
-    ``Mlp`` declares its contribution first and then its interior in forward
-    order, and the contribution is what the module produces last. So a mixer's
-    (``self_attn``, ``linear_attn``) interior then contribution go before
-    ``layer_mid``, the MLP's before ``layer_output``. On a parallel block the
+    for this: a ``Layer`` declares its stream boundaries and residual terms in
+    forward order (``layer_input``, ``layer_input_rescaling``,
+    ``attention_norm_output``, ``layer_mid``, ... ``layer_output``); an
+    ``Attention`` or ``Mlp`` declares its contribution first and then its
+    interior in forward order, and the contribution is what the module produces
+    last. So a mixer's (``self_attn``, ``linear_attn``) interior then
+    contribution go before ``layer_mid`` (the block's ``AFTER_MIXERS``), the
+    MLP's before ``per_layer_input_output`` (its ``AFTER_MLP``). On a parallel block the
     attention still runs first (GPT-J, Phi, GPT-NeoX).
     """
     children: dict[str, list[str]] = {}
@@ -131,10 +132,11 @@ def block_order(block: Any) -> list[str]:
             values = list(declared_values(type(child)))
             children[name] = [f"{name}.{value}" for value in values[1:] + values[:1]]
     order: list[str] = []
+    after_mixers, after_mlp = getattr(block, "AFTER_MIXERS", "layer_mid"), getattr(block, "AFTER_MLP", "layer_output")
     for value in declared_values(type(block)):
-        if value == "layer_mid":
+        if value == after_mixers:
             order += [name for mixer in MIXERS for name in children.get(mixer, [])]
-        if value == "layer_output":
+        if value == after_mlp:
             order += [name for ff in FEED_FORWARD for name in children.get(ff, [])]
         order.append(value)
     return order

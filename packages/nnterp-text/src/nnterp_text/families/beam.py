@@ -2,11 +2,10 @@
 
 Each sublayer is added as ``post_norm(out) / sqrt(k) + stream * sqrt((k - 1) / k)``,
 ``k`` the add's index over the whole model (``2 * (layer + 1)`` for the
-attention, one more for the MLP): the block rescales the stream itself, so
-what a sublayer changes in the stream includes ``(sqrt((k - 1) / k) - 1) *
-stream``, which no tensor of the model holds, and both contributions are
-unavailable. The streams (``layer_input``, ``layer_mid``, ``layer_output``),
-the pre-norms' outputs and the attention's interior are served.
+attention, one more for the MLP): a ``RescaledLayer``. The contributions are
+the post norms' outputs divided by ``sqrt(k)``, as the block adds them (an
+assignment is multiplied back), and what the depth scale changes in the stream
+is ``layer_input_rescaling`` and ``layer_mid_rescaling``.
 
 Each head's output is gated (``sigmoid(gate_proj(x) + gate_bias)``) before
 ``o_proj``. Full-attention blocks run without RoPE and scale their queries by
@@ -18,18 +17,34 @@ that factor, the mixture's own sum, as on DeepSeek-V3, whose router scales the
 weights instead. The logits are softcapped.
 """
 
+import math
 from typing import Any
 
-from nnterp import GatedAttention, Moe, TinyConfig, unavailable
+from torch import Tensor
+
+from nnterp import GatedAttention, Moe, PostNormAttention, PostNormMlp, RescaledLayer, SandwichLayer, TinyConfig
 
 from . import deepseek_v3, gemma2
 
-DEPTH_SCALED = (
-    "Beam adds the {sublayer} as {stream} = sqrt((k - 1) / k) * {residual} + {native} / sqrt(k), with k = {k}: "
-    "the residual itself is rescaled, so what the {sublayer} changes in the stream includes "
-    "(sqrt((k - 1) / k) - 1) * {residual}, which no tensor of the model holds; read {native} (the {sublayer}'s "
-    "post-normed output, added divided by sqrt(k))"
-)
+def _depth_scale(add: int) -> float:
+    """What the stream is multiplied by at the model's ``add``-th residual add: ``sqrt((add - 1) / add)``."""
+    return math.sqrt((add - 1) / add)
+
+
+class BeamLayer(RescaledLayer, SandwichLayer):
+    def rescaled_input(self, stream: Tensor) -> Tensor:
+        return stream * _depth_scale(self._module.attn_residual_add_idx)
+
+    def rescaled_mid(self, stream: Tensor) -> Tensor:
+        return stream * _depth_scale(self._module.mlp_residual_add_idx)
+
+
+def _attention_share(envoy: Any) -> float:
+    return 1 / math.sqrt(envoy.parent._module.attn_residual_add_idx)
+
+
+def _mlp_share(envoy: Any) -> float:
+    return 1 / math.sqrt(envoy.parent._module.mlp_residual_add_idx)
 
 
 def _routed_scale(envoy: Any) -> float:
@@ -37,24 +52,14 @@ def _routed_scale(envoy: Any) -> float:
 
 
 class BeamAttention(GatedAttention):
-    attention_output = unavailable(
-        DEPTH_SCALED.format(
-            sublayer="attention", stream="layer_mid", residual="layer_input", k="2 * (layer + 1)",
-            native="post_attention_layernorm.output",
-        )
-    )
+    attention_output = PostNormAttention.attention_output.scaled(_attention_share)
 
 
 class BeamMoe(Moe):
     """The MLP of every block: dense (``BeamMLP``) or a sigmoid mixture (``BeamMoE``), whose sum is scaled after the experts."""
 
     SCORING = "sigmoid"
-    mlp_output = unavailable(
-        DEPTH_SCALED.format(
-            sublayer="MLP", stream="layer_output", residual="layer_mid", k="2 * (layer + 1) + 1",
-            native="post_feedforward_layernorm.output",
-        )
-    )
+    mlp_output = PostNormMlp.mlp_output.scaled(_mlp_share)
     # BeamMoE multiplies the experts' sum by routed_scaling_factor: each slot's share of the mixture includes it
     expert_outputs = Moe.expert_outputs.scaled(_routed_scale)
     routed_output = Moe.routed_output.scaled(_routed_scale)
@@ -64,14 +69,7 @@ FAMILY = gemma2.FAMILY.replace(
     name="beam",
     model_types=("beam",),
     rename=deepseek_v3.FAMILY.rename,
-    envoys={**gemma2.FAMILY.envoys, "layers.*.self_attn": BeamAttention, "layers.*.mlp": BeamMoe},
+    envoys={**gemma2.FAMILY.envoys, "layers.*": BeamLayer, "layers.*.self_attn": BeamAttention, "layers.*.mlp": BeamMoe},
     # Beam's default n_group=8 cannot split the shrunk experts
     tiny={"beam": TinyConfig("beam", {"num_experts": 8, "n_group": 4, "topk_group": 2, "sliding_window": 4})},
-    skips={
-        "beam": {
-            "contribution": "Beam adds the attention as layer_mid = sqrt((k - 1) / k) * layer_input",
-            "contribution_at_every_step": "Beam adds the attention as layer_mid = sqrt((k - 1) / k) * layer_input",
-            "mid_stream": "Beam adds the attention as layer_mid = sqrt((k - 1) / k) * layer_input",
-        },
-    },
 )

@@ -1,9 +1,12 @@
 """ZAYA: a block that rescales the residual stream itself, and routes with a state carried from block to block.
 
 Each sublayer is added through ``ResidualScaling``: ``(out + b) * s + (x + b') * s'``
-with learned ``s, s', b, b'``, so the stream is not ``x`` plus something the
-sublayer made, and neither sublayer has a contribution. The block returns
-``(stream, router state)``; a skipped block hands on the router state it received.
+with learned ``s, s', b, b'``: a ``RescaledLayer``. A contribution is the
+sublayer's output as the block adds it, ``(out + b) * s``, read inside that
+module (``hidden_states_0``), and what the affine map does to the stream is
+``layer_input_rescaling`` and ``layer_mid_rescaling``, ``(x + b') * s' - x``.
+The block returns ``(stream, router state)``; a skipped block hands on the
+router state it received.
 
 The MLP is a mixture. Its ``router`` (``gate``) runs its own MLP on a
 down-projection of the stream plus the state carried from the block before,
@@ -19,37 +22,42 @@ checkpoint whose ``balancing_biases`` are the initial ones, raising the skip
 class's logit does not make a token choose it (``routable_experts`` leaves it out).
 """
 
+from typing import Any
+
 from torch import Tensor
 
-from nnterp import Attention, Mlp, Moe, TinyConfig, unavailable
+from nnterp import Attention, Moe, RescaledLayer, TinyConfig
 from nnterp.families import default
 
 from .glm_moe_dsa import CarryingLayer
 
-RESCALED = (
-    "ZAYA's ResidualScaling adds {0} as (out + b) * s + (stream + b') * s', rescaling the stream itself: "
-    "no tensor is what {0} adds to the stream; read {1}"
-)
+#: what ResidualScaling adds for the sublayer: ``(out + b) * s``, the first binding of its forward
+SCALED_OUTPUT = "source.hidden_states_0.output"
+
+
+def _affine(scaling: Any, stream: Tensor) -> Tensor:
+    """What a ResidualScaling module makes of the stream it adds a sublayer to: ``(stream + b') * s'``."""
+    return (stream + scaling.residual_bias) * scaling.residual_scale
 
 
 ROUTER_STATE = "the block hands the next one a router state computed from its stream, beside the stream"
 
 
-class ZayaLayer(CarryingLayer):
+class ZayaLayer(RescaledLayer, CarryingLayer):
     carried = ("prev_router_hidden_states", 1)
 
     def read_beside_the_stream(self) -> str | None:
         return ROUTER_STATE if self.index < self.root.num_layers - 1 else None
 
+    def rescaled_input(self, stream: Tensor) -> Tensor:
+        return _affine(self._module.post_attention_residual_scale, stream)
+
+    def rescaled_mid(self, stream: Tensor) -> Tensor:
+        return _affine(self._module.post_mlp_residual_scale, stream)
+
 
 class ZayaAttention(Attention):
-    attention_output = unavailable(
-        RESCALED.format("the attention", "self_attn.output and post_attention_residual_scale natively")
-    )
-
-
-class ZayaMlp(Mlp):
-    mlp_output = unavailable(RESCALED.format("the MLP", "mlp.output and post_mlp_residual_scale natively"))
+    attention_output = Attention.attention_output.at(f"../post_attention_residual_scale.{SCALED_OUTPUT}", select=None)
 
 
 class ZayaMoe(Moe):
@@ -57,7 +65,7 @@ class ZayaMoe(Moe):
 
     LOGITS = "router.source.self_router_mlp_0"
     NORMALIZE = False
-    mlp_output = ZayaMlp.mlp_output
+    mlp_output = Moe.mlp_output.at(f"../post_mlp_residual_scale.{SCALED_OUTPUT}", select=None)
     expert_indices = Moe.expert_indices.at("router.source.torch_topk_0.output", select=1)
     expert_weights = Moe.expert_weights.at("router.source.torch_gather_0.output", select=None)
 
@@ -82,9 +90,6 @@ FAMILY = default.FAMILY.replace(
     tiny={"zaya": TinyConfig("zaya", {"num_hidden_layers": 3, "num_experts_per_tok": 1, "router_hidden_size": 32})},
     skips={
         "zaya": {
-            "contribution": "ZAYA's ResidualScaling adds the attention as",
-            "contribution_at_every_step": "ZAYA's ResidualScaling adds the attention as",
-            "mid_stream": "ZAYA's ResidualScaling adds the attention as",
             "neurons_make_contribution": "a mixture of experts",
             "rerouted_slot_runs_the_new_expert": "one expert per token",
             "zeroed_slot_leaves_the_sum": "one expert per token",
