@@ -48,7 +48,7 @@ KINDS = {
     QSA: ("qwen4_exp", "qwen4_exp_text"),
     VISION: ("fuyu", "gemma3n", "mllama", "dots3_note"),
     XLNET: ("xlnet",),
-    MULTI_STREAM: ("deepseek_v4", "hy_v4"),
+    MULTI_STREAM: ("hy_v4",),
     LOOPED_SHORT_CONV: ("inkling2_loop_text",),
     ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
 }

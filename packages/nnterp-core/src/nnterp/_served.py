@@ -47,6 +47,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'deepseek_v2',
         'deepseek_v3',
         'deepseek_v32',
+        'deepseek_v4',
         'diffllama',
         'doge',
         'dots1',

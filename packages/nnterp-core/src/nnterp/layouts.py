@@ -27,6 +27,8 @@ INTERMEDIATE = "intermediate_size"
 VOCAB = "vocab_size"
 EXPERTS = "num_experts"
 TOP_K = "top_k"
+#: the residual streams a multi-stream block carries per token (hyper-connections' ``hc_mult``)
+STREAMS = "num_streams"
 
 #: the residual stream and the contributions added to it
 Residual = Float[Tensor, f"{BATCH} {SEQ} {HIDDEN}"]
@@ -47,6 +49,12 @@ ExpertWeights = Float[Tensor, f"{BATCH} {SEQ} {TOP_K}"]
 ExpertIndices = Int[Tensor, f"{BATCH} {SEQ} {TOP_K}"]
 #: each slot's weighted expert output, before the slots are summed
 ExpertOutputs = Float[Tensor, f"{BATCH} {SEQ} {TOP_K} {HIDDEN}"]
+#: a multi-stream block's residual: several streams per token (hyper-connections)
+Streams = Float[Tensor, f"{BATCH} {SEQ} {STREAMS} {HIDDEN}"]
+#: stream-to-stream mixing per token: entry ``[j, k]`` is input stream j's weight in output stream k
+StreamMixing = Float[Tensor, f"{BATCH} {SEQ} {STREAMS} {STREAMS}"]
+#: one weight per stream per token: how a sublayer's input collapses the streams, or its output spreads over them
+StreamWeights = Float[Tensor, f"{BATCH} {SEQ} {STREAMS}"]
 
 #: alias name by layout, for the repr line of a value
 NAMES: dict[int, str] = {}

@@ -183,6 +183,24 @@ def has_mlp(model: Any) -> bool:
     return any(hasattr(model.layers[layer], "mlp") for layer in range(model.num_layers))
 
 
+def multi_stream(model: Any) -> bool:
+    """Whether the model's blocks carry several residual streams per token (hyper-connections): a block whose
+    ``layer_output`` is laid out ``[batch, seq, num_streams, hidden_size]`` (``nnterp.layouts.Streams``)."""
+    from nnterp.layouts import STREAMS
+
+    for layer in range(model.num_layers):
+        value = type(model.layers[layer]).values().get("layer_output") if hasattr(type(model.layers[layer]), "values") else None
+        if value is not None and STREAMS in (value.dims or ()):
+            return True
+    return False
+
+
+def single_stream(model: Any) -> bool:
+    """Whether the model's blocks carry one residual stream: what the sum identities (``contribution``, ``mid_stream``)
+    are about; a multi-stream block's are ``streams.py``'s."""
+    return not multi_stream(model)
+
+
 def mixer_of(model: Any, layer: int) -> str | None:
     """The name of block ``layer``'s first sequence mixer (``self_attn`` or ``linear_attn``), or None."""
     return next(iter(mixers_of(model, layer)), None)

@@ -14,6 +14,10 @@ def padded_rows_match_alone(model: Any, case: Case) -> str:
     if len(case.prompts) < 2:
         raise Skip("needs a batch of at least two prompts")
     blocks = require(model, "layer_output")
+    # a block whose own arithmetic sees the padding (a compressor pooling fixed windows of positions) says why
+    reasons = sorted({reason for layer in blocks if (reason := getattr(model.layers[layer], "padding_changes", lambda: None)())})
+    if reasons:
+        raise Skip(f"the model's own arithmetic sees the padding: {'; '.join(reasons)}")
     plan = [(layer, "layer_output") for layer in blocks] + [(None, "logits")]
     batched = read(model, case, plan)
     gaps = Gaps()

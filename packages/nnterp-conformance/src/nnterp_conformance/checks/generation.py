@@ -8,13 +8,13 @@ import nnsight
 import torch
 
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, check, expect_close, get, input_shape
+from .base import Case, CheckFailure, Gaps, check, expect_close, get, input_shape, single_stream
 from .residual import contribution_blocks
 
 STEPS = 3
 
 
-@check("generation")
+@check("generation", applies=single_stream)
 def contribution_at_every_step(model: Any, case: Case) -> str:
     """Under generate, each step's values have the step's length and the contribution identity holds."""
     blocks = contribution_blocks(model)

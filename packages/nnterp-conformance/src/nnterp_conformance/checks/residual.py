@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixers_of, model_dtype, read, require, sublayers
+from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixers_of, model_dtype, read, require, single_stream, sublayers
 
 #: the stream values around a block's contributions
 BOUNDARIES = ("layer_input", "layer_output")
@@ -42,7 +42,7 @@ def read_contributions(model: Any, case: Case, blocks: dict[int, tuple[str, ...]
     return found
 
 
-@check("residual")
+@check("residual", applies=single_stream)
 def contribution(model: Any, case: Case) -> str:
     """layer_input + attention_output + mlp_output == layer_output on every block (the sublayers each block has)."""
     blocks = contribution_blocks(model)
@@ -90,7 +90,7 @@ def mid_terms(model: Any, layer: int) -> tuple[str, ...]:
     return terms() if terms is not None else tuple(f"{mixer}.attention_output" for mixer in mixers_of(model, layer))
 
 
-@check("residual")
+@check("residual", applies=single_stream)
 def mid_stream(model: Any, case: Case) -> str:
     """layer_mid == layer_input + the mixers' attention_output (+ layer_input_rescaling) where the block has a mid stream."""
     blocks = {}
