@@ -21,9 +21,10 @@ SEED = 0
 #: initialized to ones or a multiplier initialized to one cannot hide a value read off by it; a frozen
 #: one (RoFormer's sinusoidal table) keeps the value the model defines it to have
 NOISE = 0.05
-#: a router's selection bias is a buffer (or frozen parameter) its training updates: left at zero it would never move a choice
-SELECTION_BIASES = ("e_score_correction_bias", "expert_bias")
-NOISED = "trainable parameters and " + ", ".join(SELECTION_BIASES)
+#: the buffers (or frozen parameters) training sets that the arithmetic reads: a router's selection bias, left at zero,
+#: would never move a choice; Gemma 4's layer_scalar, left at one, would hide a rescaling term read off by it
+TRAINED_BUFFERS = ("e_score_correction_bias", "expert_bias", "layer_scalar")
+NOISED = "trainable parameters and " + ", ".join(TRAINED_BUFFERS)
 #: the text the byte-level BPE tokenizer is trained on: fixed, so it trains the same every time
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. Hello world, hello there! "
@@ -103,7 +104,7 @@ def tiny_checkpoint(name: str) -> Path:
 
 
 def write_checkpoint(tiny: Any, directory: Path) -> None:
-    """Write ``tiny``'s model (its own init from ``SEED``, then ``NOISE`` on every parameter and selection bias) and a tokenizer into ``directory``."""
+    """Write ``tiny``'s model (its own init from ``SEED``, then ``NOISE`` on every parameter and trained buffer) and a tokenizer into ``directory``."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -118,10 +119,10 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
         model = build(config) if build is not None else AutoModelForCausalLM.from_config(config, **tiny.load)
         with torch.no_grad():
             for name, parameter in model.named_parameters():
-                if parameter.is_floating_point() and (parameter.requires_grad or name.endswith(SELECTION_BIASES)):
+                if parameter.is_floating_point() and (parameter.requires_grad or name.endswith(TRAINED_BUFFERS)):
                     parameter.add_(torch.randn_like(parameter) * NOISE)
             for name, buffer in model.named_buffers():
-                if name.endswith(SELECTION_BIASES) and buffer.is_floating_point():
+                if name.endswith(TRAINED_BUFFERS) and buffer.is_floating_point():
                     buffer.add_(torch.randn_like(buffer) * NOISE)
     model.eval()
     model.save_pretrained(directory)

@@ -26,6 +26,7 @@ from .components import PostNormLayer as PostNormLayer
 from .components import PostNormMlp as PostNormMlp
 from .components import RescaledLayer as RescaledLayer
 from .components import SandwichLayer as SandwichLayer
+from .components import ScaledOutputLayer as ScaledOutputLayer
 from .components import SharedMlpLayer as SharedMlpLayer
 from .components import SigmoidMoe as SigmoidMoe
 from .components import Standard as Standard

@@ -100,9 +100,13 @@ def _added_into(model: Any, layer: int, served: dict[str, list[int]]) -> dict[st
 
     The mixers add into ``layer_mid`` where the block serves it, the MLP (or a
     block's last sublayer) into ``layer_output``; every sublayer of a parallel
-    block adds into ``layer_output``.
+    block adds into ``layer_output``. Where a per-layer-input branch follows the
+    MLP (Gemma 3n's, Gemma 4's), the branch gates on the stream the MLP was
+    added into, a point no value serves: only the branch's own term is added
+    into ``layer_output``.
     """
     terms = sublayers(model, layer)
+    gated_on = terms[: terms.index("per_layer_input_output")] if "per_layer_input_output" in terms else ()
     mid = layer in served.get("layer_mid", ())
     parallel = (model.support().get("layer_mid") or {}).get(layer) == PARALLEL
     mixers = {f"{mixer}.attention_output" for mixer in mixers_of(model, layer)}
@@ -112,7 +116,17 @@ def _added_into(model: Any, layer: int, served: dict[str, list[int]]) -> dict[st
             found[term] = "layer_output"
         elif mid and term in mixers:
             found[term] = "layer_mid"
+    found = {term: point for term, point in found.items() if not (term in gated_on and point == "layer_output")}
     return {term: point for term, point in found.items() if layer in served.get(term, ()) and layer in served.get(point, ())}
+
+
+def _output_scale(model: Any, layer: int) -> torch.Tensor | None:
+    """The factor block ``layer`` multiplies its summed stream by where it has one (``ScaledOutputLayer``), else None."""
+    block = model.layers[layer]
+    scale = getattr(block, "output_scale", None)
+    if scale is None or not block.has_term("layer_output_rescaling"):
+        return None
+    return torch.as_tensor(scale()).detach()
 
 
 def _through_blocks(model: Any, case: Case, blocks: list[int], leaving: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
@@ -143,7 +157,12 @@ def gradients_follow_the_stream(model: Any, case: Case) -> str:
     gaps = Gaps()
     for layer in range(model.num_layers):
         for term, point in _added_into(model, layer, served).items():
-            gaps.add(expect_close(f"layers[{layer}].{term}.grad against {point}.grad", grads[term][layer], grads[point][layer], dtype=dtype))
+            expected, said = grads[point][layer], f"{point}.grad"
+            scale = _output_scale(model, layer) if point == "layer_output" else None
+            if scale is not None:
+                # added before the block multiplies its summed stream (Gemma 4's layer_scalar): it reaches the stream scaled
+                expected, said = expected * scale.to(expected), f"output_scale * {said}"
+            gaps.add(expect_close(f"layers[{layer}].{term}.grad against {said}", grads[term][layer], expected, dtype=dtype))
         if layer + 1 in grads.get("layer_input", {}) and layer in grads["layer_output"]:
             gaps.add(expect_close(f"layers[{layer + 1}].layer_input.grad against layers[{layer}].layer_output.grad", grads["layer_input"][layer + 1], grads["layer_output"][layer], dtype=dtype))
     if not gaps.count:

@@ -5,7 +5,7 @@ from .layer import Layer
 from .mixtures import GatedSharedMoe, MixtralMoe, SigmoidMoe, TopKFirstMoe
 from .mlp import Mlp
 from .moe import Moe, mixture_reason, needs_grouped_experts, no_shared_expert
-from .rescaled import RescaledLayer
+from .rescaled import RescaledLayer, ScaledOutputLayer
 from .sandwich import Glm4Attention, Glm4Mlp, PostNormAttention, PostNormMlp, SandwichLayer
 from .scaled import GraniteAttention, GraniteMlp, GraniteMoe, GraniteMoeShared, SharedMlpLayer, residual_multiplier
 from .variants import ParallelLayer, PostNormLayer
@@ -33,6 +33,7 @@ __all__ = [
     "PostNormMlp",
     "RescaledLayer",
     "SandwichLayer",
+    "ScaledOutputLayer",
     "SharedMlpLayer",
     "SigmoidMoe",
     "Standard",

@@ -37,3 +37,23 @@ class RescaledLayer(Layer):
 
     layer_input_rescaling = Layer.layer_input_rescaling.derived(_input_rescaling)
     layer_mid_rescaling = Layer.layer_mid_rescaling.derived(_mid_rescaling)
+
+
+class ScaledOutputLayer(Layer):
+    """A block that multiplies its summed stream by ``output_scale()`` before returning it (Gemma 4's ``layer_scalar``).
+
+    Every other term keeps the value the block adds, and ``layer_output_rescaling``
+    is ``(output_scale - 1)`` times their sum, read off ``layer_output`` (the
+    multiplication is in place, so the sum itself is never held apart). A term
+    added before the multiplication reaches ``layer_output`` times the scale:
+    its gradient is ``output_scale * layer_output.grad``.
+    """
+
+    def output_scale(self) -> Tensor:
+        """The factor the summed stream is multiplied by, broadcastable against it."""
+        raise NotImplementedError
+
+    def _output_rescaling(self) -> Tensor:
+        return (1 - 1 / self.output_scale()) * self.layer_output
+
+    layer_output_rescaling = Layer.layer_output_rescaling.derived(_output_rescaling)

@@ -1,14 +1,15 @@
-"""Gemma-4 (text): Gemma-2's sandwich block and softcapped logits, with two steps after the MLP that no contribution covers.
+"""Gemma-4 (text): Gemma-2's sandwich block and softcapped logits, with two terms after the MLP.
 
 After adding the MLP's post-normed output the block adds a per-layer-input
-term (``hidden_size_per_layer_input > 0``) and then multiplies the whole stream
-in place by ``layer_scalar``, a per-layer buffer the checkpoint sets (one in
-a fresh model, not one in general): ``layer_output = layer_scalar *
-(layer_mid + mlp + per_layer)``. What the MLP changes in the stream therefore
-includes ``(layer_scalar - 1) * layer_mid``, which no tensor holds, so
-``mlp_output`` is unavailable; the attention's contribution and the mid stream
-are exact. Head widths differ by layer type (``head_dim`` on sliding layers,
-``global_head_dim`` on full ones), and each block's sizes are read off its module.
+term (``hidden_size_per_layer_input > 0``), ``per_layer_input_output``, and
+then multiplies the whole stream in place by ``layer_scalar``, a per-layer
+buffer the checkpoint sets (one in a fresh model, not one in general):
+``layer_output = layer_scalar * (layer_mid + mlp + per_layer)``. What that
+multiplication changes is ``layer_output_rescaling``, ``(layer_scalar - 1)``
+times the sum, so the contributions are the post norms' outputs as on Gemma-2
+and the stream is their sum with both terms. Head widths differ by layer type
+(``head_dim`` on sliding layers, ``global_head_dim`` on full ones), and each
+block's sizes are read off its module.
 
 With ``enable_moe_block`` the block also runs a mixture beside the dense MLP:
 its ``router`` and ``experts`` are the block's children, so the dense MLP's
@@ -24,17 +25,12 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Moe, PostNormMlp, SandwichLayer, TinyConfig, unavailable
+from nnterp import Layer, Moe, PostNormMlp, SandwichLayer, ScaledOutputLayer, TinyConfig
+from nnterp.reasons import NO_PER_LAYER_INPUT
 from nnterp.components.moe import WEIGHTED_SLOTS
 
 from . import gemma2
 
-SCALED_STREAM = (
-    "the block multiplies the whole stream by layer_scalar (a per-layer buffer from the checkpoint) after "
-    "adding the MLP's output and the per-layer-input term: layer_output = layer_scalar * (layer_mid + mlp + "
-    "per_layer), so what the MLP changes in the stream includes (layer_scalar - 1) * layer_mid, which no "
-    "tensor holds; the MLP's own contribution before those steps is post_feedforward_layernorm.output"
-)
 NO_EXPERTS = (
     "this Gemma-4 block runs no mixture (enable_moe_block off, or a Gemma-4 unified block, which has none): "
     "its MLP is dense, and the block has no router or experts"
@@ -49,7 +45,7 @@ NORMED_APART = (
 class ScaledStreamMlp(Moe, PostNormMlp):
     """The dense MLP, hosting the block's mixture where the checkpoint has one."""
 
-    mlp_output = unavailable(SCALED_STREAM)
+    mlp_output = PostNormMlp.mlp_output
 
     LOGITS = "../router.proj"
     NORMALIZE = True
@@ -90,11 +86,24 @@ PER_LAYER_INPUTS = (
 )
 
 
+def _no_per_layer_input(block: Any) -> str | None:
+    return None if getattr(block._module, "hidden_size_per_layer_input", None) else NO_PER_LAYER_INPUT
+
+
 class PerLayerInputLayer(SandwichLayer):
     """Gemma 2's sandwich block, on a model that feeds every block a per-layer input made from the embeddings."""
 
     def read_beside_the_stream(self) -> str | None:
         return PER_LAYER_INPUTS if self.index == 0 and getattr(self._module, "hidden_size_per_layer_input", None) else None
+
+    per_layer_input_output = Layer.per_layer_input_output.at("post_per_layer_input_norm.output", unavailable=_no_per_layer_input)
+
+
+class ScaledStreamLayer(ScaledOutputLayer, PerLayerInputLayer):
+    """Gemma 4's block: the per-layer input's term, then the whole stream multiplied by ``layer_scalar``."""
+
+    def output_scale(self) -> Tensor:
+        return self._module.layer_scalar
 
 
 #: per-layer head widths and inputs shrunk, and a softcap that bites
@@ -103,24 +112,10 @@ SIZES = {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 1
 FAMILY = gemma2.FAMILY.replace(
     name="gemma4_text",
     model_types=("gemma4_text", "gemma4_unified_text"),
-    envoys={**gemma2.FAMILY.envoys, "layers.*": PerLayerInputLayer, "layers.*.mlp": ScaledStreamMlp},
+    envoys={**gemma2.FAMILY.envoys, "layers.*": ScaledStreamLayer, "layers.*.mlp": ScaledStreamMlp},
     tiny={
         **{model_type: TinyConfig(model_type, {**SIZES}) for model_type in ("gemma4_text", "gemma4_unified_text")},
         # its mixture switched on
         "gemma4_text-moe": TinyConfig("gemma4_text", {**SIZES, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}),
-    },
-    skips={
-        "gemma4_text": {
-            "contribution": "the block multiplies the whole stream by layer_scalar",
-            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
-        },
-        "gemma4_text-moe": {
-            "contribution": "the block multiplies the whole stream by layer_scalar",
-            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
-        },
-        "gemma4_unified_text": {
-            "contribution": "the block multiplies the whole stream by layer_scalar",
-            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
-        },
     },
 )
