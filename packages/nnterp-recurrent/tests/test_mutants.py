@@ -5,16 +5,20 @@ or late: the output after its gate, before its skip, the step before its softplu
 is. A survivor is a failing test, fixed by a stronger check, never by deleting the mutant.
 """
 
-from nnterp import DerivedEProperty
+import torch
+from nnterp import DerivedEProperty, EProperty
 from nnterp_conformance.mutants import Mutant, killed, moved
 from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearDeltaAttention
 from transformers.models.mamba.modeling_mamba import MambaMixer
 from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
+from transformers.models.minimax.modeling_minimax import MiniMaxLightningAttention
 from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
 
 from nnterp_recurrent.components import LinearAttention, SelectiveScan, StateSpace
 from nnterp_recurrent.components.selective_scan import _tokens_first
+from nnterp_recurrent.components.lightning import needs_token_blocks
 from nnterp_recurrent.families.kimi_linear import KimiDeltaAttention
+from nnterp_recurrent.families.minimax import MiniMaxLightning
 from nnterp_recurrent.reasons import needs_torch_kernels
 
 STATE_RULE = "against states[:, "
@@ -56,6 +60,38 @@ def _state_output_without_write_back() -> object:
     dropped = StateSpace.state_output.at()
     dropped._postprocess = None  # an assignment then replaces the scan's whole (output, state) return
     return dropped
+
+
+def _states_one_token_early(self):
+    # each token served the state it starts from: the one before, zeros before the first
+    states = MiniMaxLightning._states(self)
+    return torch.cat([torch.zeros_like(states[:, :1]), states[:, :-1]], dim=1)
+
+
+class LightningStatesOneTokenEarly(MiniMaxLightning):
+    """Lightning attention's states read one token early: each token's the state its loop step starts from."""
+
+    states = DerivedEProperty(_states_one_token_early, description="one token early", unavailable=needs_token_blocks)
+
+
+class LightningDecaysAsFactors(MiniMaxLightning):
+    """Lightning attention's decays served as the factor exp(-slope) the tokens' loop multiplies by, not its log."""
+
+    decays = DerivedEProperty(lambda self: MiniMaxLightning._decays(self).exp(), description="exp(-slope)")
+
+
+class LightningDecaysWithoutSign(MiniMaxLightning):
+    """Lightning attention's decays served as the module's slope_rate, the rate without its minus sign."""
+
+    decays = DerivedEProperty(lambda self: -MiniMaxLightning._decays(self), description="slope_rate")
+
+
+class LightningHeadsAfterGate(MiniMaxLightning):
+    """Lightning attention's head outputs read after the RMS norm and the sigmoid(output_gate(x)) gate, split back into heads."""
+
+    @EProperty("source.attn_output_6.output", "after the gate")
+    def attention_head_outputs(self, value):
+        return value.view(*value.shape[:2], self.num_heads, self.value_dim)
 
 
 def family_mutants() -> list[Mutant]:
@@ -101,6 +137,21 @@ def family_mutants() -> list[Mutant]:
         mutant("kimi_linear", "betas before the sigmoid", KimiLinearDeltaAttention,
                moved(KimiDeltaAttention, "betas at b_proj", betas=KimiDeltaAttention.betas.at("b_proj.output", select=None)),
                "states_follow_the_rule", STATE_RULE, "beta read at b_proj's output, before torch.sigmoid"),
+        mutant("minimax", "states one token early", MiniMaxLightningAttention, LightningStatesOneTokenEarly,
+               "states_follow_the_rule", STATE_RULE, "each token served the state its loop step starts from, the one before its own write"),
+        mutant("minimax", "decays as the factor, not its log", MiniMaxLightningAttention, LightningDecaysAsFactors,
+               "states_follow_the_rule", STATE_RULE, "decays served as exp(-slope), what the tokens' loop multiplies the state by, one exponent too far"),
+        mutant("minimax", "decays without their sign", MiniMaxLightningAttention, LightningDecaysWithoutSign,
+               "gates_in_range", "above 0", "decays served as the module's slope_rate: the rate, not the log of what is kept"),
+        mutant("minimax", "head outputs after the gate", MiniMaxLightningAttention, LightningHeadsAfterGate,
+               "head_outputs_read_the_states", READ_RULE, "the heads read after the RMS norm and sigmoid(output_gate(x)), split back into heads"),
+        mutant("minimax", "queries and keys swapped", MiniMaxLightningAttention,
+               moved(MiniMaxLightning, "q and k swapped", attention_queries="attention_keys", attention_keys="attention_queries"),
+               "states_follow_the_rule", STATE_RULE, "the forward's key_states served as its query_states: both [batch, seq, heads, head_dim]"),
+        mutant("minimax", "state_output read at the module's return", MiniMaxLightningAttention,
+               moved(MiniMaxLightning, "state_output at output[1]", state_output=EProperty("output", select=1)),
+               "written_states_land", "state_input against the state_output written",
+               "the last state read where the module returns it, after the cache has been handed it: a write reaches no later call"),
     ]
 
 

@@ -9,6 +9,8 @@ lays them out) and compare. Every tensor here is one token's, the sequence axis 
   values and betas ``[batch, channels]``, decays ``[batch, channels, state_dim]``.
 - ``"ssd"`` (Mamba-2): state ``[batch, heads, state_dim, head_dim]``, queries and keys ``[batch, groups, state_dim]``,
   values ``[batch, heads, head_dim]``, decays and betas ``[batch, heads]``.
+- ``"lightning"`` (MiniMax's lightning attention): state ``[batch, heads, key_dim, value_dim]``, queries and keys
+  ``[batch, heads, key_dim]``, values ``[batch, heads, value_dim]``, decays ``[batch, heads]``; no betas.
 - ``"gated_delta"`` (DeltaNet, Kimi delta attention): state ``[batch, heads, key_dim, value_dim]``, queries and keys
   ``[batch, key_heads, key_dim]``, values ``[batch, heads, value_dim]``, betas ``[batch, heads]``, decays
   ``[batch, heads]`` (one per head) or ``[batch, heads, key_dim]`` (one per key channel).
@@ -33,6 +35,8 @@ class Recurrence:
     #: each half in one line, for a failure's message
     writes: str
     reads: str
+    #: whether a token's write has a strength (``betas``); where it has none, ``step`` is given None for it
+    betas: bool = True
 
 
 def _per_head(shared: Tensor, heads: int) -> Tensor:
@@ -92,10 +96,21 @@ def _delta_read(mixer: Any, state: Tensor, queries: Tensor, values: Tensor) -> T
     return (state * queries[..., None]).sum(-2)
 
 
+def _lightning_step(mixer: Any, state: Tensor, keys: Tensor, values: Tensor, decays: Tensor, betas: None) -> Tensor:
+    # S = exp(g) S + k^T v: every token writes its whole outer product
+    return decays.exp()[..., None, None] * state + keys[..., :, None] * values[..., None, :]
+
+
+def _lightning_read(mixer: Any, state: Tensor, queries: Tensor, values: Tensor) -> Tensor:
+    # o = q S, the state after the token's own write; no norm, no scale
+    return (queries[..., :, None] * state).sum(-2)
+
+
 RECURRENCES: dict[str, Recurrence] = {
     "selective_scan": Recurrence(_scan_step, _scan_read, "h = exp(decays) * h + betas * B x", "y = C . h + D * x"),
     "ssd": Recurrence(_ssd_step, _ssd_read, "h = exp(decays) * h + betas * B x^T", "y = C h + D * x"),
     "gated_delta": Recurrence(_delta_step, _delta_read, "S = exp(decays) S + k betas (v - k^T exp(decays) S)", "o = q S / sqrt(key_dim)"),
+    "lightning": Recurrence(_lightning_step, _lightning_read, "S = exp(decays) S + k^T v", "o = q S", betas=False),
 }
 
 

@@ -12,6 +12,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'lara_mini',
         'mamba',
         'mamba2',
+        'minimax',
         'nemotron_h',
         'olmo_hybrid',
         'qwen3_5_moe_text',

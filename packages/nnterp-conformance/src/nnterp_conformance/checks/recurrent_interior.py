@@ -35,7 +35,7 @@ def _ruled(model: Any, names: tuple[str, ...]) -> list[int]:
             continue
         with mixer.keeping_states():  # what the checks read under: the state after every token exists there
             support = mixer.support()
-        missing = {name: support.get(name.split(".")[1]) for name in names}
+        missing = {name: support.get(name.split(".")[1]) for name in _needed(mixer, names)}
         missing = {name: reason for name, reason in missing.items() if reason is not None}
         if missing:
             reasons.update(f"{name}: {reason}" for name, reason in missing.items())
@@ -44,6 +44,11 @@ def _ruled(model: Any, names: tuple[str, ...]) -> list[int]:
     if not blocks:
         raise Skip(f"no recurrent block serves its rule's values ({'; '.join(sorted(reasons))})")
     return blocks
+
+
+def _needed(mixer: Any, names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` less those the mixer's rule does not read: the betas of a rule whose tokens write at full strength."""
+    return tuple(name for name in names if name != BETAS or recurrence(mixer).betas)
 
 
 def _runs(model: Any, case: Case) -> tuple[tuple[Prompt, str], ...]:
@@ -68,19 +73,20 @@ def _each(model: Any, case: Case, names: tuple[str, ...]) -> Iterator[tuple[str,
     for run, label in _runs(model, case):
         for layer in blocks:
             mixer = model.layers[layer].linear_attn
-            found, served = _read(model, layer, names + ((STATE_INPUT,) if run.steps else ()), run)
+            found, served = _read(model, layer, _needed(mixer, names) + ((STATE_INPUT,) if run.steps else ()), run)
             yield f"layers[{layer}], {label}", mixer, recurrence(mixer), found, coarsest(*served.values())
 
 
 @check("recurrent", applies=is_recurrent)
 def states_follow_the_rule(model: Any, case: Case) -> str:
-    """states[:, t] is the mixer's rule applied to states[:, t - 1] (state_input, or zeros, before the first) and token t's keys, values, decays and betas."""
+    """states[:, t] is the mixer's rule applied to states[:, t - 1] (state_input, or zeros, before the first) and token t's keys, values, decays and betas (where the rule has them)."""
     gaps = Gaps()
     for what, mixer, rule, found, dtype in _each(model, case, (KEYS, VALUES, DECAYS, BETAS, STATES)):
         states = found[STATES]
         before = found.get(STATE_INPUT, torch.zeros_like(states[:, 0]))
         for t in range(states.shape[1]):
-            expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], found[DECAYS][:, t], found[BETAS][:, t])
+            betas = found[BETAS][:, t] if rule.betas else None
+            expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], found[DECAYS][:, t], betas)
             gaps.add(expect_close(f"{what}, token {t}: the state by {rule.writes} against states[:, {t}]", states[:, t], expected, dtype=dtype))
             before = states[:, t]
     return str(gaps)

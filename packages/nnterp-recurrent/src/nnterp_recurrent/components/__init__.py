@@ -1,5 +1,7 @@
 """The recurrent mixers' components: the shared mechanism and one class per kind of mixer."""
 
+from .lightning import LightningAttention as LightningAttention
+from .lightning import blocks_per_token as blocks_per_token
 from .linear_attention import LinearAttention as LinearAttention
 from .mixer import RecurrentMixer as RecurrentMixer
 from .selective_scan import SelectiveScan as SelectiveScan
