@@ -1,0 +1,99 @@
+"""Why a model type of transformers' causal-LM mapping has no family yet, by kind: what the report says of it.
+
+Declared here, by the kind of model, so the report's reason for each type is
+written once and reviewed like code; a type served by a family never reaches
+this table.
+"""
+
+ENCODER_DECODER = "an encoder-decoder: its causal-LM class is the decoder half, with cross-attention to an encoder"
+AUDIO = "an audio model: its causal LM decodes audio codes or transcripts"
+ZAMBA = (
+    "its Mamba-1 mixer runs the scan once per head in a Python loop, each head with its own B and C, so one "
+    "forward makes a kernel call per head, which SelectiveScan does not gather; not mapped yet"
+)
+SHORT_CONV = (
+    "a short causal convolution mixer (LFM2's, Inkling's): no state beyond the conv window, and no component "
+    "serves a conv mixer yet"
+)
+OWN_RECURRENCE = (
+    "a recurrence of its own (RG-LRU, RWKV's wkv, xLSTM's mLSTM) that no "
+    "nnterp-recurrent component serves yet"
+)
+QSA = "does not build tiny: its QSA indexer divides token_budget by compress_ratio, which the config leaves None"
+VISION = "a vision-language wrapper: nnterp-vision's issue (its text model is served where it has a type of its own)"
+XLNET = (
+    "a post-LN block with relative-position attention of its own (rel_attn_core: content, position and segment "
+    "scores, two streams when a target mapping is given, memories carried across calls), which no family maps yet"
+)
+MULTI_STREAM = "a multi-stream residual (hyper-connections): the stream is [batch, seq, streams, hidden], not one tensor"
+LOOPED_SHORT_CONV = (
+    "Inkling 2's blocks (a short causal convolution after each sublayer, post_attention_convolution and "
+    "post_mlp_convolution, with block attention residuals over earlier blocks' summed states), which no component "
+    "serves yet, and the layers from loop_layer_index_start to loop_layer_index_end run loop_num_passes times per "
+    "forward (3 by default), each later pass restarting from the pre-loop stream and mixing the previous pass's "
+    "block states into its queries, keys, values and MLP input through message gates, so a value read on a looped "
+    "block is one of several calls; serving it needs the conv mixer, then values addressed per pass"
+)
+ASSISTANT = (
+    "does not build: the class default config fails its own validation (a KV-sharing assistant); and a drafter: "
+    "its forward reads the backbone's inputs_embeds and shared KV states, so it does not run on a prompt alone"
+)
+
+KINDS = {
+    ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
+    AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
+    ZAMBA: ("zamba",),
+    SHORT_CONV: ("inkling2_text", "inkling_text", "lfm2", "lfm2_moe", "lfm3"),
+    OWN_RECURRENCE: ("recurrent_gemma", "rwkv", "xlstm"),
+    QSA: ("qwen4_exp", "qwen4_exp_text"),
+    VISION: ("fuyu", "gemma3n", "mllama", "dots3_note"),
+    XLNET: ("xlnet",),
+    MULTI_STREAM: ("hy_v4",),
+    LOOPED_SHORT_CONV: ("inkling2_loop_text",),
+    ASSISTANT: ("gemma4_assistant", "gemma4_unified_assistant"),
+}
+
+#: why a model type of the image-text-to-text mapping has no vision checkpoint yet
+VISION_NOT_YET = (
+    "no nnterp-vision family yet: its tower, its projector and where its image features enter the text model "
+    "are not mapped (nnterp-vision's issue)"
+)
+
+#: the reasons that are about a recurrent or hybrid mixer: the report's recurrent section lists their types
+RECURRENT_KINDS = (ZAMBA, SHORT_CONV, LOOPED_SHORT_CONV, OWN_RECURRENCE, QSA)
+
+#: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
+STRUCTURE = {
+    "blt": (
+        "three stacks: the global transformer runs over patches, not tokens, and the byte decoder has "
+        "cross-attention between its layers, so no one block list carries the token stream"
+    ),
+    "hrm_text": (
+        "a hierarchical recurrent model: each block runs several times per forward (H_cycles x L_cycles), "
+        "so a value read on a block is one of several calls, and the logits come from the last"
+    ),
+    "xlm": (
+        "no block module: XLMModel keeps its sublayers in parallel ModuleLists (attentions, layer_norm1, ffns, "
+        "layer_norm2) and runs block i inline in its forward, so no module's input and output are a block's streams"
+    ),
+    "reformer": (
+        "a reversible residual: each block carries two streams (the attention adds to one, the feed-forward to the "
+        "other) concatenated on the hidden axis, so no one tensor is the stream"
+    ),
+    "dory": (
+        "an nGPT block on the unit sphere: the block overwrites the stream with its L2-normalized input (no residual "
+        "is kept) and moves it toward each sublayer's normalized output at a learned per-channel rate (h + "
+        "|lambda| * (out - h)), so no sublayer adds to the stream; and the layers from n_input_layers on "
+        "(n_recurrent_layers of them) run n_recurrent_loops times per forward (2 by default), each pass starting "
+        "from norm(stream) + the normalized stream that entered the loop, so a value read on a looped block is one "
+        "of several calls and the stream between passes is mixed outside any block; serving it needs values "
+        "addressed per pass (hrm_text's cycles need the same) and contributions declared unavailable, as on Beam"
+    ),
+    "cpmant": (
+        "not mapped yet: a pre-LN block, but every stream starts with prompt_length learned prompt tokens before the "
+        "input, its mask is bidirectional, and token id 0 is padding"
+    ),
+}
+
+#: the reason for each type this table knows
+REASONS = {**{model_type: reason for reason, types in KINDS.items() for model_type in types}, **STRUCTURE}

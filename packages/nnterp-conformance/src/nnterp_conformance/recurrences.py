@@ -14,6 +14,8 @@ lays them out) and compare. Every tensor here is one token's, the sequence axis 
 - ``"gated_delta"`` (DeltaNet, Kimi delta attention): state ``[batch, heads, key_dim, value_dim]``, queries and keys
   ``[batch, key_heads, key_dim]``, values ``[batch, heads, value_dim]``, betas ``[batch, heads]``, decays
   ``[batch, heads]`` (one per head) or ``[batch, heads, key_dim]`` (one per key channel).
+- ``"short_conv"`` (LFM2's gated short convolution): state the window ``[batch, kernel_size, channels]``, oldest
+  first; queries (C), keys (B) and values (x) ``[batch, channels]``; no decays or betas.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class Recurrence:
     #: each half in one line, for a failure's message
     writes: str
     reads: str
+    #: whether the state decays (``decays``); where it does not, ``step`` is given None for them
+    decays: bool = True
     #: whether a token's write has a strength (``betas``); where it has none, ``step`` is given None for it
     betas: bool = True
 
@@ -106,11 +110,24 @@ def _lightning_read(mixer: Any, state: Tensor, queries: Tensor, values: Tensor) 
     return (queries[..., :, None] * state).sum(-2)
 
 
+def _window_step(mixer: Any, state: Tensor, keys: Tensor, values: Tensor, decays: Any, betas: Any) -> Tensor:
+    # the window shifts by one token: its oldest input drops out, B * x comes in
+    return torch.cat([state[:, 1:], (keys * values)[:, None]], dim=1)
+
+
+def _window_read(mixer: Any, state: Tensor, queries: Tensor, values: Tensor) -> Tensor:
+    # y = C * (w . window + bias): the depthwise conv of the window, gated by C
+    convolved = (state * mixer.conv_weights.float().transpose(0, 1)).sum(1)
+    bias = mixer.conv_bias
+    return queries * (convolved if bias is None else convolved + bias.float())
+
+
 RECURRENCES: dict[str, Recurrence] = {
     "selective_scan": Recurrence(_scan_step, _scan_read, "h = exp(decays) * h + betas * B x", "y = C . h + D * x"),
     "ssd": Recurrence(_ssd_step, _ssd_read, "h = exp(decays) * h + betas * B x^T", "y = C h + D * x"),
     "gated_delta": Recurrence(_delta_step, _delta_read, "S = exp(decays) S + k betas (v - k^T exp(decays) S)", "o = q S / sqrt(key_dim)"),
     "lightning": Recurrence(_lightning_step, _lightning_read, "S = exp(decays) S + k^T v", "o = q S", betas=False),
+    "short_conv": Recurrence(_window_step, _window_read, "window = [window[1:], B * x]", "y = C * (conv_weights . window + conv_bias)", decays=False, betas=False),
 }
 
 

@@ -93,6 +93,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'hunyuan_v1_dense',
         'hunyuan_v1_moe',
         'hy_v3',
+        'hy_v4',
         'hyperclovax',
         'internlm3',
         'iquestcoder',

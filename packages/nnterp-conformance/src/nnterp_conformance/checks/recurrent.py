@@ -225,11 +225,12 @@ def written_states_land(model: Any, case: Case) -> str:
 @check("recurrent", applies=is_recurrent)
 def gates_in_range(model: Any, case: Case) -> str:
     """decays are non-positive and betas lie in the mixer's documented range, on every recurrent block (each where served)."""
-    checked = 0
+    checked, reasons = 0, set()
     for layer in _recurrent(model):
         mixer = model.layers[layer].linear_attn
         support = mixer.support()
         if support.get("decays") is not None:
+            reasons.add(support["decays"])
             continue
         # a mixer whose tokens write at full strength has no betas (MiniMax's lightning attention)
         has_betas = support.get("betas", "no betas") is None
@@ -245,5 +246,5 @@ def gates_in_range(model: Any, case: Case) -> str:
             raise CheckFailure(f"layers[{layer}]: betas span [{betas.min().item():.3g}, {betas.max().item():.3g}], outside [{low}, {high}]")
         checked += 1
     if not checked:
-        raise Skip("no recurrent block serves decays and betas")
+        raise Skip(f"no recurrent block serves decays and betas ({'; '.join(sorted(reasons))})")
     return f"{checked} blocks in range"

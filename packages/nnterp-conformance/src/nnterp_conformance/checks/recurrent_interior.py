@@ -47,8 +47,10 @@ def _ruled(model: Any, names: tuple[str, ...]) -> list[int]:
 
 
 def _needed(mixer: Any, names: tuple[str, ...]) -> tuple[str, ...]:
-    """``names`` less those the mixer's rule does not read: the betas of a rule whose tokens write at full strength."""
-    return tuple(name for name in names if name != BETAS or recurrence(mixer).betas)
+    """``names`` less those the mixer's rule does not read: the betas of a rule whose tokens write at full strength,
+    the decays of one whose state never decays (a short convolution's window)."""
+    rule = recurrence(mixer)
+    return tuple(name for name in names if (name != BETAS or rule.betas) and (name != DECAYS or rule.decays))
 
 
 def _runs(model: Any, case: Case) -> tuple[tuple[Prompt, str], ...]:
@@ -86,7 +88,8 @@ def states_follow_the_rule(model: Any, case: Case) -> str:
         before = found.get(STATE_INPUT, torch.zeros_like(states[:, 0]))
         for t in range(states.shape[1]):
             betas = found[BETAS][:, t] if rule.betas else None
-            expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], found[DECAYS][:, t], betas)
+            decays = found[DECAYS][:, t] if rule.decays else None
+            expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], decays, betas)
             gaps.add(expect_close(f"{what}, token {t}: the state by {rule.writes} against states[:, {t}]", states[:, t], expected, dtype=dtype))
             before = states[:, t]
     return str(gaps)
