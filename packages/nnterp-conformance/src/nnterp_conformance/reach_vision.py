@@ -94,8 +94,9 @@ TEXT_ONLY_IN_MAPPING = (
 # --- the text model is one nnterp does not serve ----------------------------------------------------------------------
 
 SHORT_CONV_TEXT = (
-    "its text model is a short causal convolution mixer (LFM2's or Inkling's: lfm2, lfm3, inkling_text, "
-    "inkling2_text), which no nnterp component serves yet, so there is no text side to attach a tower to"
+    "its text model is Inkling's (inkling_text, inkling2_text: plain residual short convolutions beside the "
+    "attention, and on Inkling 2 block attention residuals), which nnterp does not serve (reach.py says why), so "
+    "there is no text side to attach a tower to"
 )
 LOOPED_SHORT_CONV_TEXT = (
     "its text model (inkling2_loop_text) is Inkling 2's short causal convolution blocks with some layers run "
@@ -265,7 +266,8 @@ VISION_KINDS = {
     ACTION_POLICY: ("pi0",),
     PROTEIN_TEXT: ("evolla",),
     TEXT_ONLY_IN_MAPPING: ("mistral4",),
-    SHORT_CONV_TEXT: ("inkling2", "inkling_mm_model", "lfm2_vl", "lfm3_vl"),
+    # lfm2_vl and lfm3_vl: their text models are served (nnterp-recurrent's lfm2, lfm3), their towers not yet mapped
+    SHORT_CONV_TEXT: ("inkling2", "inkling_mm_model"),
     LOOPED_SHORT_CONV_TEXT: ("inkling2_loop",),
     MULTI_STREAM_TEXT: ("glm5_next",),
     HY_V4_MULTI_STREAM_TEXT: ("hy_v4_vl",),

@@ -14,6 +14,7 @@ from .components import LinearAttention as LinearAttention
 from .components import blocks_per_token as blocks_per_token
 from .components import RecurrentMixer as RecurrentMixer
 from .components import SelectiveScan as SelectiveScan
+from .components import ShortConvolution as ShortConvolution
 from .components import StateSpace as StateSpace
 from .components import chunk_per_token as chunk_per_token
 from .components.selective_scan import needs_token_loop as needs_token_loop

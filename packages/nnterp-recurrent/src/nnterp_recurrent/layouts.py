@@ -24,6 +24,8 @@ STATE_DIM = "state_dim"
 #: how many channels or heads share one B and C
 GROUPS = "num_groups"
 HEAD_DIM = "head_dim"
+#: a short convolution's window: how many tokens' inputs it holds
+KERNEL_SIZE = "kernel_size"
 
 #: a gated DeltaNet's queries or keys as its kernel receives them: one per key head
 LinearQK = Float[Tensor, f"{BATCH} {SEQ} {KEY_HEADS} {KEY_DIM}"]
@@ -57,5 +59,12 @@ SSDKeys = Float[Tensor, f"{BATCH} {SEQ} {GROUPS} {STATE_DIM}"]
 #: x, what each head writes into its state
 SSDValues = Float[Tensor, f"{BATCH} {SEQ} {MIXER_HEADS} {HEAD_DIM}"]
 SSDHeadOutputs = Float[Tensor, f"{BATCH} {SEQ} {MIXER_HEADS} {HEAD_DIM}"]
+
+# -- a short convolution (ShortConvolution): its state is the window of its last inputs ----
+#: one number per token and channel: B, C, x, the conv's input and output, each channel's output
+ConvChannels = Float[Tensor, f"{BATCH} {SEQ} {CHANNELS}"]
+#: the window: the last kernel_size conv inputs, oldest first
+Window = Float[Tensor, f"{BATCH} {KERNEL_SIZE} {CHANNELS}"]
+Windows = Float[Tensor, f"{BATCH} {SEQ} {KERNEL_SIZE} {CHANNELS}"]
 
 declare(dict(globals()))
