@@ -17,6 +17,7 @@ from nnterp.toolkit.attribution import (
     decompose_resid,
     direct_logit_attribution,
 )
+from nnterp.components.layer import RESIDUAL_TERMS
 from nnterp.toolkit.cache import ValueCache, block_order, cache_values, expand_names
 
 FAMILIES = ["llama", "gptj", "gemma2"]
@@ -75,7 +76,9 @@ def test_cache_matches_one_direct_trace(tiny_model, family, read_directly):
 
 def test_cache_reads_every_value_of_every_block_in_one_trace(tiny_model, read_directly):
     model = tiny_model("llama")
-    order = block_order(model.layers[0])
+    lacking = model.support()
+    order = [value for value in block_order(model.layers[0]) if not lacking.get(value)]  # the residual terms it has not
+    assert len(order) == len(block_order(model.layers[0])) - len(RESIDUAL_TERMS)
     cache = cache_values(model, PROMPTS, [f"layers.*.{value}" for value in order], progress=False)
     assert len(cache) == model.num_layers * len(order)
     reference = read_directly(model, PROMPTS, [f"layers.1.{value}" for value in order])
@@ -95,14 +98,18 @@ def test_block_order_on_the_three_kinds(tiny_model):
     ]
     expected = [
         "layer_input",
+        "layer_input_rescaling",
         "attention_norm_output",
         *interior,
         "layer_mid",
+        "layer_mid_rescaling",
         "mlp_norm_output",
         "mlp_input",
         "mlp.mlp_activation",
         "mlp.mlp_neurons",
         "mlp.mlp_output",
+        "per_layer_input_output",
+        "layer_output_rescaling",
         "layer_output",
     ]
     for family in FAMILIES:  # gemma2 redeclares layer_mid; it stays where the base declares it
@@ -193,6 +200,39 @@ def test_decompose_resid_adds_up_to_the_final_stream(full, family):
     for value, label in zip(values, labels):
         assert torch.equal(value, cache[label])
     torch.testing.assert_close(values.sum(0), cache[f"layers.{model.num_layers - 1}.layer_output"], atol=1e-5, rtol=1e-4)
+
+
+#: blocks with terms beside their two contributions: a rescaled residual, a per-layer input and a rescaled sum
+RESCALING = ["gemma4_text", "doge", "zaya", "beam"]
+
+
+@pytest.mark.parametrize("family", RESCALING)
+def test_decompose_resid_takes_every_term_of_a_block_that_rescales_its_stream(tiny_model, family):
+    model = tiny_model(family)
+    last = f"layers.{model.num_layers - 1}.layer_output"
+    cache = cache_values(model, PROMPTS, [*DECOMPOSE_RESID, last, "logits"], batch_size=2, progress=False)
+    values, labels = decompose_resid(cache)
+    terms = [f"layers.{index}.{term}" for index in range(model.num_layers) for term in model.layers[index].contributions()]
+    assert labels == ["layers.0.layer_input", *terms]
+    residual = [index for index, label in enumerate(labels) if label.endswith(RESIDUAL_TERMS)]
+    assert residual, labels
+    torch.testing.assert_close(values.sum(0), cache[last], atol=1e-5, rtol=1e-4)
+    # the new terms are what makes it add up: the sublayers' contributions alone do not
+    kept = [index for index in range(len(labels)) if index not in residual]
+    assert not torch.allclose(values[kept].sum(0), cache[last], atol=1e-3)
+    attribution = direct_logit_attribution(model, cache, TOKENS)
+    assert attribution.labels == [*labels, BIAS]
+    torch.testing.assert_close(attribution.values.sum(0), attribution.logits, atol=1e-5, rtol=1e-4)
+
+
+def test_the_contributions_group_expands_to_each_blocks_terms(tiny_model):
+    model = tiny_model("gemma4_text")
+    assert expand_names(model, ["layers.1.contributions"]) == [
+        f"layers.1.{term}" for term in ("self_attn.attention_output", "mlp.mlp_output", "per_layer_input_output", "layer_output_rescaling")
+    ]
+    cache = cache_values(model, PROMPTS, ["layers.0.layer_input", "layers.*.self_attn.attention_output", "layers.*.mlp.mlp_output"], progress=False)
+    with pytest.raises(KeyError, match="per_layer_input_output is not in the cache"):
+        decompose_resid(cache)
 
 
 def test_missing_names_say_what_to_cache(tiny_model):

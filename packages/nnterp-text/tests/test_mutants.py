@@ -8,18 +8,40 @@ mistakes their arithmetic invites. A survivor is a failing test, fixed by a stro
 import torch
 from nnterp import Attention, Layer
 from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
+from transformers.models.beam.modeling_beam import BeamAttention as BeamModule
+from transformers.models.doge.modeling_doge import DogeDecoderLayer
 from transformers.models.falcon.modeling_falcon import FalconAttention as FalconModule
+from transformers.models.gemma4.modeling_gemma4 import Gemma4TextDecoderLayer
 from transformers.models.gemma2.modeling_gemma2 import Gemma2DecoderLayer
 from transformers.models.granite.modeling_granite import GraniteAttention as GraniteModule
 from transformers.models.opt.modeling_opt import OPTDecoderLayer
 from transformers.models.granite_swa.modeling_granite_swa import GraniteSWAAttention as GraniteSWAModule
 from transformers.models.llama.modeling_llama import LlamaAttention
+from transformers.models.zaya.modeling_zaya import ZayaAttention as ZayaModule
 
 from nnterp_text.families.falcon import FalconAttention
 from nnterp_text.families.granite_swa import GraniteSWAAttention
 from nnterp.components.scaled import GraniteAttention
 from nnterp_text.families.gemma2 import FAMILY as GEMMA2
 from nnterp_text.families.opt import OPTLayer, token_flat
+from nnterp_text.families.beam import BeamAttention
+from nnterp_text.families.doge import DogeLayer
+from nnterp_text.families.gemma4_text import ScaledStreamLayer
+from nnterp_text.families.zaya import ZayaAttention
+
+
+class UnscaledInputDogeLayer(DogeLayer):
+    """Doge's block with input_residual forgotten: the stream taken to enter the attention's add as it is."""
+
+    def rescaled_input(self, stream):
+        return stream
+
+
+class UnscaledGemma4Layer(ScaledStreamLayer):
+    """Gemma 4's block with layer_scalar forgotten: the sum taken to leave the block as it is."""
+
+    def output_scale(self):
+        return torch.ones(1)
 
 #: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
 #: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
@@ -63,7 +85,35 @@ def family_mutants() -> list[Mutant]:
     seq_first_back = "the heads served seq first but written back as they are, not transposed to the matmul's heads-first layout (shipped, then fixed)"
     unscaled_back = "the scaled contribution's unedited read put back as the model's own tensor: right values, but the served product is off the graph (shipped, then fixed)"
     flat_mid = "layer_mid read where the final norm takes the flattened stream: a view beside the residual, so no gradient reaches it (shipped, then fixed)"
+    forgot_scale = "the block taken to add the attention to layer_input as it is, input_residual forgotten: the rescaling term is zero"
+    forgot_scalar = "layer_scalar forgotten (one in a fresh model): the block taken to return its sum as it is"
     return [
+        Mutant(
+            "doge: the residual's rescaling dropped", "doge",
+            {DogeDecoderLayer: UnscaledInputDogeLayer}, "mid_stream", "against layer_mid", forgot_scale,
+        ),
+        Mutant(
+            "gemma4_text: layer_scalar dropped", "gemma4_text",
+            {Gemma4TextDecoderLayer: UnscaledGemma4Layer}, "contribution", "against layer_output", forgot_scalar,
+        ),
+        Mutant(
+            "gemma4_text: per_layer_input_output read before its norm", "gemma4_text",
+            {Gemma4TextDecoderLayer: moved(
+                ScaledStreamLayer, "the per-layer branch's projection, before post_per_layer_input_norm",
+                per_layer_input_output=Layer.per_layer_input_output.at("per_layer_projection.output"),
+            )},
+            "contribution", "against layer_output", "the per-layer input's term read at its projection, before the norm the block adds",
+        ),
+        Mutant(
+            "beam: the attention's share read without its depth scale", "beam",
+            {BeamModule: moved(BeamAttention, "the post norm's output as it is", attention_output=Attention.attention_output.at("../post_attention_layernorm.output", select=None))},
+            "mid_stream", "against layer_mid", "the attention's post-normed output read as it is, where the block adds it divided by sqrt(k)",
+        ),
+        Mutant(
+            "zaya: attention_output read before ResidualScaling", "zaya",
+            {ZayaModule: moved(ZayaAttention, "the attention's own output", attention_output=Attention.attention_output.at("output", select=0))},
+            "contribution", "against layer_output", "the attention's own output, where ResidualScaling adds (out + b) * s",
+        ),
         Mutant(
             "granite: scaled attention_output put back off the graph", "granite",
             {GraniteModule: moved(GraniteAttention, unscaled_back, attention_output=_put_back_as_it_was(GraniteAttention.attention_output))},

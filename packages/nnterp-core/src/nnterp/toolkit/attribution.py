@@ -4,11 +4,13 @@ Transformer-lens's ``accumulated_resid``, ``decompose_resid`` and
 ``logit_attrs``, on a ``ValueCache`` of standard values. They rest on the
 contribution identity every family the kit passes satisfies::
 
-    layer_input + self_attn.attention_output + mlp.mlp_output == layer_output
+    layer_input + sum(layers[i].contributions()) == layer_output
 
-so the stream leaving the last block is the embedding stream
-(``layers.0.layer_input``) plus every block's two contributions, on
-sequential, parallel and sandwich blocks alike.
+(``self_attn.attention_output + mlp.mlp_output`` on most blocks; a rescaled
+residual's or a per-layer input's terms beside them where a block has them), so
+the stream leaving the last block is the embedding stream
+(``layers.0.layer_input``) plus every block's terms, on sequential, parallel,
+sandwich and rescaling blocks alike.
 """
 
 from __future__ import annotations
@@ -20,16 +22,19 @@ import torch
 from torch import Tensor
 
 from ..errors import Unavailable
-from .cache import ValueCache
+from .cache import CONTRIBUTIONS, ValueCache
 
 #: what ``cache_values`` must read for ``accumulated_resid``
 ACCUMULATED_RESID = ("layers.0.layer_input", "layers.*.layer_output")
-#: what ``cache_values`` must read for ``decompose_resid``; add ``"layers.-1.layer_output"`` for ``direct_logit_attribution``
-DECOMPOSE_RESID = ("layers.0.layer_input", "layers.*.self_attn.attention_output", "layers.*.mlp.mlp_output")
+#: what ``cache_values`` must read for ``decompose_resid``: the embedding stream and every term each block adds (its
+#: ``contributions()``); add ``"layers.-1.layer_output"`` for ``direct_logit_attribution``
+DECOMPOSE_RESID = ("layers.0.layer_input", f"layers.*.{CONTRIBUTIONS}")
 #: what ``direct_logit_attribution(..., heads=True)`` needs besides ``DECOMPOSE_RESID``
 HEAD_OUTPUTS = ("layers.*.self_attn.attention_head_outputs",)
 
 EMBEDDINGS = "layers.0.layer_input"
+#: a block's terms where the cache does not record its own: the attention's and the MLP's contributions
+TWO_CONTRIBUTIONS = ("self_attn.attention_output", "mlp.mlp_output")
 #: the label of the terms no contribution owns: the final norm's bias and the unembedding's, through the unembedding
 BIAS = "bias"
 
@@ -70,20 +75,27 @@ def accumulated_resid(cache: ValueCache) -> Tensor:
 
 
 def decompose_resid(cache: ValueCache) -> Components:
-    """The final residual stream as a sum of contributions: ``values`` is ``[2 * num_layers + 1, prompts, seq, hidden_size]``.
+    """The final residual stream as a sum of terms: ``values`` is ``[terms, prompts, seq, hidden_size]``.
 
-    The embedding stream, then each block's attention contribution and MLP
-    contribution, in forward order, labelled by their standard names
-    (``"layers.0.layer_input"``, ``"layers.0.self_attn.attention_output"``,
-    ``"layers.0.mlp.mlp_output"``, ...). By the contribution identity
+    The embedding stream, then each block's terms in the order it adds them
+    (``Layer.contributions()``, recorded by ``cache_values``), labelled by
+    their standard names (``"layers.0.layer_input"``,
+    ``"layers.0.self_attn.attention_output"``, ``"layers.0.mlp.mlp_output"``,
+    ...): two per block on most families, more where a block rescales its
+    stream (``layers.i.layer_input_rescaling``, Doge's, Beam's, ZAYA's;
+    ``layers.i.layer_output_rescaling``, Gemma 4's) or adds a per-layer input
+    (``layers.i.per_layer_input_output``), and a hybrid's recurrent blocks add
+    ``linear_attn.attention_output``. By the contribution identity
     ``values.sum(0)`` is the stream leaving the last block (up to float
-    rounding). On a parallel block both contributions read the same stream;
-    on a sandwich block they are the post norms' outputs, what the block adds.
-    Needs ``DECOMPOSE_RESID`` cached.
+    rounding). On a parallel block both contributions read the same stream; on
+    a sandwich block they are the post norms' outputs, what the block adds. A
+    rescaling term is what the rescaling changes in the stream, so it depends
+    on the stream before it (Gemma 4's on every earlier term). Needs
+    ``DECOMPOSE_RESID`` cached.
     """
     labels = [EMBEDDINGS]
     for index in range(cache.num_layers):
-        labels += [f"layers.{index}.self_attn.attention_output", f"layers.{index}.mlp.mlp_output"]
+        labels += [f"layers.{index}.{term}" for term in cache.contributions.get(index, TWO_CONTRIBUTIONS)]
     return Components(torch.stack([_need(cache, label, DECOMPOSE_RESID) for label in labels]), labels)
 
 
@@ -205,8 +217,7 @@ def direct_logit_attribution(
     """Each contribution's direct effect on the logit of ``tokens``: ``values`` is ``[contributions + 1, prompts]``.
 
     The contributions are ``decompose_resid``'s (the embedding stream, each
-    attention and MLP contribution), or with ``heads=True`` each attention's
-    heads one by one through its output projection ``o_proj`` plus that
+    block's terms), or with ``heads=True`` each attention's heads one by one through its output projection ``o_proj`` plus that
     projection's bias; the last row, ``"bias"``, holds what no contribution
     owns (the final norm's and the unembedding's biases). ``position`` is
     the sequence position (``-1``, every prompt's last token, the prompts
@@ -236,13 +247,16 @@ def direct_logit_attribution(
     at = (lambda tensor: tensor) if position is None else (lambda tensor: tensor[:, position])
     decomposed = decompose_resid(cache)
     if heads:
-        parts, labels = [at(decomposed.values[0]).float().cpu()], [EMBEDDINGS]
-        for index in range(cache.num_layers):
-            split = _head_contributions(model, cache, index, at)
-            parts += [*split.values.cpu()]
-            labels += split.labels
-            parts.append(at(decomposed.values[2 + 2 * index]).float().cpu())
-            labels.append(decomposed.labels[2 + 2 * index])
+        parts, labels = [], []
+        for label, value in zip(decomposed.labels, decomposed.values):
+            layer, _, term = label.removeprefix("layers.").partition(".")
+            if term == "self_attn.attention_output":
+                split = _head_contributions(model, cache, int(layer), at)
+                parts += [*split.values.cpu()]
+                labels += split.labels
+            else:
+                parts.append(at(value).float().cpu())
+                labels.append(label)
         contributions = torch.stack(parts)
     else:
         contributions, labels = torch.stack([at(value) for value in decomposed.values]), decomposed.labels
@@ -268,7 +282,7 @@ def direct_logit_attribution(
     if not torch.allclose(unembedded, expected, rtol=1e-2, atol=1e-2 * float(expected.abs().max()) + 1e-6):
         raise ValueError(
             "the contributions do not add up to the final stream: "
-            "layer_input + attention_output + mlp_output != layer_output somewhere on this model"
+            "layer_input + the block's contributions() != layer_output somewhere on this model"
         )
     logits = everything.to(rows.device).gather(-1, ids[..., None])[..., 0]
     ratio = torch.where(unembedded != 0, logits / unembedded, torch.ones_like(logits))

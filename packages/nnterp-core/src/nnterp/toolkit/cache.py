@@ -28,6 +28,10 @@ from .names import Layout, hook_of, standard_name
 MIXERS = ("self_attn", "linear_attn")
 FEED_FORWARD = ("mlp",)
 
+#: the group name that stands for every term a block adds to its stream, its ``contributions()``:
+#: ``"layers.*.contributions"`` caches them all, on every family, whatever they are
+CONTRIBUTIONS = "contributions"
+
 _LAYER_NAME = re.compile(r"^layers\.(\*|-?\d+)\.(.+)$")
 _HOOK_NAME = re.compile(r"^blocks\.(\*|-?\d+)\.(.+)$")
 
@@ -57,11 +61,14 @@ class ValueCache(Mapping):
         num_layers: int,
         *,
         spellings: dict[str, tuple[str, Layout]] | None = None,
+        contributions: dict[int, tuple[str, ...]] | None = None,
     ) -> None:
         self._values = dict(values)
         self.input_ids = input_ids
         self.attention_mask = attention_mask
         self.num_layers = num_layers
+        #: each block's terms (``Layer.contributions()``, block-relative names), in the order the block adds them
+        self.contributions = dict(contributions or {})
         #: each TransformerLens name asked for (one layer each) -> its standard name and layout
         self._spellings = dict(spellings or {})
 
@@ -179,17 +186,24 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
             raise KeyError(f"{name!r}: the model has {model.num_layers} layers")
         for index in layers:
             order = orders.setdefault(index, block_order(model.layers[index]))
-            if value not in order:
-                raise KeyError(
-                    f"{value!r} is no value of layers[{index}]; its values, in forward order: {', '.join(order)}"
-                )
-            ranked[f"layers.{index}.{value}"] = (1, index, order.index(value))
+            for each in _block_terms(model, index) if value == CONTRIBUTIONS else [value]:
+                if each not in order:
+                    raise KeyError(
+                        f"{each!r} is no value of layers[{index}]; its values, in forward order: {', '.join(order)}"
+                    )
+                ranked[f"layers.{index}.{each}"] = (1, index, order.index(each))
     for name in ranked:
         host, value = _host(model, name)
         reason = getattr(type(host), value).reason(host)
         if reason is not None:
             raise Unavailable(host, value, reason)
     return sorted(ranked, key=ranked.__getitem__)
+
+
+def _block_terms(model: Any, index: int) -> tuple[str, ...]:
+    """Block ``index``'s terms, block-relative: its ``contributions()``, or the attention's and the MLP's where it has none."""
+    contributions = getattr(model.layers[index], "contributions", None)
+    return tuple(contributions()) if contributions is not None else ("self_attn.attention_output", "mlp.mlp_output")
 
 
 def _host(model: Any, name: str) -> tuple[Any, str]:
@@ -236,7 +250,10 @@ def cache_values(
     ``names`` are standard names: ``"logits"``, ``"layers.3.layer_output"``,
     ``"layers.3.self_attn.attention_probabilities"``; ``*`` stands for every
     layer (``"layers.*.mlp.mlp_output"``) and a negative index counts from the
-    end. TransformerLens hook names are read as the standard value that holds
+    end. ``"layers.<i or *>.contributions"`` stands for every term the block
+    adds to its stream (``Layer.contributions()``: the sublayers'
+    contributions, and a rescaling's or a per-layer input's terms where it has
+    them), as ``decompose_resid`` needs. TransformerLens hook names are read as the standard value that holds
     the same tensor (``"blocks.3.hook_resid_pre"``, ``"blocks.*.attn.hook_z"``;
     ``nnterp.toolkit.names``), keyed by the hook's name, one key per layer, in
     TransformerLens's layout. Only what is asked for is read, in forward order
@@ -316,7 +333,8 @@ def cache_values(
         for whole, part in zip(values, found):
             whole[start : start + part.shape[0]] = part
         del found
-    return ValueCache(dict(zip(requested, values)), input_ids, attention_mask, model.num_layers, spellings=spellings)
+    terms = {index: _block_terms(model, index) for index in range(model.num_layers)}
+    return ValueCache(dict(zip(requested, values)), input_ids, attention_mask, model.num_layers, spellings=spellings, contributions=terms)
 
 
 def _spellings(model: Any, names: list[str]) -> dict[str, tuple[str, Layout]]:

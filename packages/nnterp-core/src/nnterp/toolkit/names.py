@@ -501,9 +501,9 @@ def _root_names(model: Any) -> list[str]:
 
 
 def _block_values(model: Any, layers: Iterable[int]) -> set[str]:
-    from .cache import block_order
+    from .cache import CONTRIBUTIONS, block_order
 
-    values: set[str] = set()
+    values: set[str] = {CONTRIBUTIONS}  # the group of a block's terms, which expand_names expands
     for layer in layers:
         values.update(block_order(model.layers[layer]))
     return values
