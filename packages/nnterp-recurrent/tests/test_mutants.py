@@ -9,12 +9,13 @@ import torch
 from nnterp import DerivedEProperty, EProperty
 from nnterp_conformance.mutants import Mutant, killed, moved
 from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearDeltaAttention
+from transformers.models.lfm2.modeling_lfm2 import Lfm2ShortConv
 from transformers.models.mamba.modeling_mamba import MambaMixer
 from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
 from transformers.models.minimax.modeling_minimax import MiniMaxLightningAttention
 from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
 
-from nnterp_recurrent.components import LinearAttention, SelectiveScan, StateSpace
+from nnterp_recurrent.components import LinearAttention, SelectiveScan, ShortConvolution, StateSpace
 from nnterp_recurrent.components.selective_scan import _tokens_first
 from nnterp_recurrent.components.lightning import needs_token_blocks
 from nnterp_recurrent.families.kimi_linear import KimiDeltaAttention
@@ -94,6 +95,33 @@ class LightningHeadsAfterGate(MiniMaxLightning):
         return value.view(*value.shape[:2], self.num_heads, self.value_dim)
 
 
+def _windows(self, off_by_one: bool = False, from_zeros: bool = False):
+    # the window after each token, as ShortConvolution derives it, with one of two mistakes
+    written, before = self.conv_input, self.state_input
+    if before is None or from_zeros:
+        before = written.new_zeros(written.shape[0], self.kernel_size, written.shape[2])
+    full = torch.cat([before.to(written.dtype), written], dim=1)
+    return (full[:, :-1] if off_by_one else full[:, 1:]).unfold(1, self.kernel_size, 1).transpose(-1, -2)
+
+
+class WindowOneTokenEarly(ShortConvolution):
+    """A short convolution's window after each token taken one token early: the window each token's conv starts from."""
+
+    states = DerivedEProperty(lambda self: _windows(self, off_by_one=True), description="one token early")
+
+
+class WindowFromZeros(ShortConvolution):
+    """A short convolution's windows built from zeros on every call, as on a fresh prompt: the cached window left out."""
+
+    states = DerivedEProperty(lambda self: _windows(self, from_zeros=True), description="from zeros")
+
+
+def _window_without_write_back() -> object:
+    dropped = ShortConvolution.state_output.at()
+    dropped._postprocess = None  # an assignment then swaps the window in for C * conv, where it is read
+    return dropped
+
+
 def family_mutants() -> list[Mutant]:
     """The mistakes the recurrent mixers' kernels invite, each against the real component it would corrupt."""
 
@@ -152,6 +180,24 @@ def family_mutants() -> list[Mutant]:
                moved(MiniMaxLightning, "state_output at output[1]", state_output=EProperty("output", select=1)),
                "written_states_land", "state_input against the state_output written",
                "the last state read where the module returns it, after the cache has been handed it: a write reaches no later call"),
+        mutant("lfm2", "window one token early", Lfm2ShortConv, WindowOneTokenEarly, "states_follow_the_rule", STATE_RULE,
+               "the window after each token served as the window before it: the last kernel_size inputs up to the token before"),
+        mutant("lfm2", "windows from zeros on every call", Lfm2ShortConv, WindowFromZeros, "split_prompt_continues",
+               "the second call's states against one call's",
+               "the windows built as on a fresh prompt, from zeros, where a call over a cache starts from the cached window"),
+        mutant("lfm2", "head outputs before the C gate", Lfm2ShortConv,
+               moved(ShortConvolution, "the conv's output as the heads'", attention_head_outputs="conv_output"),
+               "head_outputs_read_the_states", READ_RULE, "y read at the conv's output, before C multiplies it"),
+        mutant("lfm2", "queries and keys swapped", Lfm2ShortConv,
+               moved(ShortConvolution, "C as B", attention_queries="attention_keys", attention_keys="attention_queries"),
+               "states_follow_the_rule", STATE_RULE, "in_proj's first third served as its second: B and C are both [batch, seq, channels]"),
+        mutant("lfm2", "contribution before out_proj", Lfm2ShortConv,
+               moved(ShortConvolution, "out_proj's input", attention_output=ShortConvolution.attention_output.at("out_proj.input")),
+               "contribution", "against layer_output", "attention_output read at what out_proj receives, C * conv, instead of what it returns"),
+        mutant("lfm2", "state_output with its write-back dropped", Lfm2ShortConv,
+               moved(ShortConvolution, "no write-back", state_output=_window_without_write_back()),
+               "written_states_land", "state_output written",
+               "state_output read right off the cache, but an assignment swapped in where it is read, for C * conv"),
     ]
 
 
