@@ -7,7 +7,7 @@ mistakes their arithmetic invites. A survivor is a failing test, fixed by a stro
 
 import torch
 from nnterp import Attention, Layer
-from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
+from nnterp_conformance.mutants import Mutant, killed, moved, multi_stream_mutants, standard_mutants
 from transformers.models.beam.modeling_beam import BeamAttention as BeamModule
 from transformers.models.doge.modeling_doge import DogeDecoderLayer
 from transformers.models.falcon.modeling_falcon import FalconAttention as FalconModule
@@ -50,6 +50,9 @@ STANDARD_CHECKPOINTS = (
     "gpt2", "llama", "gemma2", "bloom", "mpt", "falcon-alibi", "afmoe", "granite_swa", "doge", "gpt_neo",
     "olmoe", "mixtral", "qwen2_moe", "deepseek_v3",
 )
+
+#: the families carrying several residual streams per token, each given the mistakes multi-stream blocks invite
+MULTI_STREAM_CHECKPOINTS = ("deepseek_v4", "hy_v4")
 
 ROTARY = "source.apply_rotary_pos_emb_0.inputs"
 #: the eager interface's softmax, which computes in float32 before the pattern is cast to the model's dtype
@@ -165,8 +168,13 @@ def family_mutants() -> list[Mutant]:
 
 
 def catalogue() -> list[Mutant]:
-    """The project's mutants: the standard ones on each of ``STANDARD_CHECKPOINTS``, then the families' own."""
-    return [mutant for checkpoint in STANDARD_CHECKPOINTS for mutant in standard_mutants(checkpoint)] + family_mutants()
+    """The project's mutants: the standard ones on each of ``STANDARD_CHECKPOINTS``, the multi-stream ones on each of
+    ``MULTI_STREAM_CHECKPOINTS``, then the families' own."""
+    return (
+        [mutant for checkpoint in STANDARD_CHECKPOINTS for mutant in standard_mutants(checkpoint)]
+        + [mutant for checkpoint in MULTI_STREAM_CHECKPOINTS for mutant in multi_stream_mutants(checkpoint)]
+        + family_mutants()
+    )
 
 
 def pytest_generate_tests(metafunc):

@@ -160,6 +160,52 @@ def _stream_mutants(model: Any, block: Any, on: Callable[..., None]) -> None:
            layer_input="attention_norm_output")
 
 
+def multi_stream_mutants(checkpoint: str) -> list[Mutant]:
+    """The mistakes a multi-stream family (several residual streams per token, ``StreamLayer``) invites, on
+    ``checkpoint``, each with the check that kills it: a stream read before the sublayer's output is spread and the
+    streams mixed, the collapse and spread weights swapped, one stream served for all, the mixing read untransposed."""
+    model, block = _components(checkpoint)
+    mutants: list[Mutant] = []
+
+    def on(what: str, check: str, message: str, reason: str, **values: Any) -> None:
+        mutants.append(Mutant(f"{checkpoint}: {what}", checkpoint, {type(block._module): moved(type(block), reason, **values)}, check, message, reason))
+
+    component = type(block)
+    if _available(block, "layer_input", "layer_mid"):
+        on("layer_mid read before the attention's mixing", "streams_follow_from_mixing", "against layer_mid",
+           "layer_mid pointed at the streams entering the block, before the attention's output is spread over them and they are mixed",
+           layer_mid="layer_input")
+    if _available(block, "attention_collapse_weights", "attention_spread_weights"):
+        on("collapse and spread weights swapped", "sublayers_read_the_collapse", "against attention_collapsed",
+           "the hyper-connection's pre weights served as the post weights and the post as the pre: the same layout, the other side of the sublayer",
+           attention_collapse_weights="attention_spread_weights", attention_spread_weights="attention_collapse_weights")
+    if _available(block, "layer_output"):
+        on("one stream served for all", "streams_follow_from_mixing", "against layer_output",
+           "layer_output served as its first stream repeated over the streams axis: right on a block whose streams start equal, wrong after",
+           layer_output=_first_stream(component.layer_output))
+    if _available(block, "attention_stream_mixing"):
+        on("stream mixing read untransposed", "streams_follow_from_mixing", "against layer_mid",
+           "attention_stream_mixing served transposed: the model mixes by comb^T, sum_j comb[j, k] * streams[j], and Sinkhorn's matrix is not symmetric",
+           attention_stream_mixing=_transposed(component.attention_stream_mixing))
+    return _judged_here(model, mutants)
+
+
+def _first_stream(value: Any) -> Any:
+    """``value`` (a ``Streams`` value) served as its first stream repeated over the streams axis."""
+    moved_value = value.at()
+    base = moved_value._preprocess
+    moved_value._preprocess = lambda envoy, served: (base(envoy, served) if base is not None else served)[:, :, :1].expand_as(served)
+    return moved_value
+
+
+def _transposed(value: Any) -> Any:
+    """``value`` (a ``StreamMixing`` value) served transposed over its two streams axes."""
+    moved_value = value.at()
+    base = moved_value._preprocess
+    moved_value._preprocess = lambda envoy, served: (base(envoy, served) if base is not None else served).transpose(-1, -2)
+    return moved_value
+
+
 def _detached(value: Any) -> Any:
     """``value`` served off autograd's record: what a careless preprocess ending in ``.detach()`` serves."""
     detached = value.at()

@@ -46,6 +46,11 @@ def _layers(model: Any, layers: int | Sequence[int] | None) -> list[int]:
     return [layer % model.num_layers for layer in layers]
 
 
+def _at(probs: Tensor, positions: Positions) -> Tensor:
+    """``probs`` without the seq axis where ``positions`` is an int (it was kept, one wide, for the projection)."""
+    return probs[:, 0] if isinstance(positions, int) else probs
+
+
 @torch.no_grad()
 def logit_lens(
     model: Any,
@@ -69,6 +74,14 @@ def logit_lens(
     ``return_inv_logits``): the tokens the stream points away from. With an
     odd final norm and no ``lm_head`` bias (RMSNorm families) it is
     ``softmax(-logits)``.
+
+    On a model carrying several residual streams per token (hyper-connections:
+    DeepSeek-V4, HY-V4), ``layer_output`` is ``[batch, seq, num_streams,
+    hidden_size]`` and ``project_on_vocab`` collapses the streams the way the
+    model does after its last block (its ``hc_head``, whose weights it computes
+    from the streams themselves), then applies the final norm and ``lm_head``:
+    each layer's lens is what the model would predict were that block its
+    last, and the last layer's is still the model's own distribution.
     """
     prompts = _prompts(prompts)
     probs: list[Tensor] = []
@@ -79,10 +92,11 @@ def logit_lens(
         for layer in model.layers:
             hidden = layer.layer_output
             if positions is not None:
-                hidden = hidden[:, positions]
-            probs.append(_probs(model.project_on_vocab(hidden)))
+                # an int keeps its axis until the projection, so the stream keeps its layout (several streams included)
+                hidden = hidden[:, [positions] if isinstance(positions, int) else positions]
+            probs.append(_at(_probs(model.project_on_vocab(hidden)), positions))
             if inverse:
-                inverse_probs.append(_probs(model.project_on_vocab(-hidden)))
+                inverse_probs.append(_at(_probs(model.project_on_vocab(-hidden)), positions))
     lens = torch.stack(probs, dim=1)
     return (lens, torch.stack(inverse_probs, dim=1)) if inverse else lens
 
