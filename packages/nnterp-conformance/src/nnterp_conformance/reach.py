@@ -15,9 +15,30 @@ SHORT_CONV = (
     "a short causal convolution mixer (LFM2's, Inkling's): no state beyond the conv window, and no component "
     "serves a conv mixer yet"
 )
-OWN_RECURRENCE = (
-    "a recurrence of its own (RG-LRU, RWKV's wkv, xLSTM's mLSTM) that no "
-    "nnterp-recurrent component serves yet"
+RG_LRU = (
+    "RecurrentGemma keeps its RG-LRU and conv states on the modules (rg_lru.recurrent_states, conv1d_state), not in a "
+    "cache: its output carries no cache, a call without one resets them (_setup_cache) and builds a cache it drops, a "
+    "call given one continues whatever the modules hold from the last call, and a call of several tokens restarts its "
+    "conv window from zeros; so the kit's continuation checks, which hand the first call's output.cache to the next, have "
+    "nothing to hand on. Serving it needs the kit to continue a stateful model by handing it a cache of the caller's "
+    "making (for its attention blocks' keys and values) while the modules keep the recurrent state"
+)
+WKV = (
+    "RWKV's wkv keeps per channel a numerator, a denominator and a running max that stabilizes both (the stored two are "
+    "scaled by exp(-max)) and reads their ratio, o = (e1 * num + e2 * v) / (e1 * den + e2): no one state read by a query, "
+    "and no rule the kit states; the state travels as state= (five [batch, hidden, layers] tensors, the two token-shift "
+    "states among them) and returns as output.state, not cache=/output.cache, which the continuation checks hand on; and "
+    "block 0 normalizes its input inside the block (pre_ln), so its sublayers do not add to its layer_input. Serving it "
+    "needs a wkv component over (num, den, max), a 'wkv' rule in nnterp_conformance.recurrences, continuation by state=, "
+    "and block 0's pre_ln as a term of its sum"
+)
+MLSTM = (
+    "xLSTM's mLSTM keeps per head a matrix C, a normalizer n and a running max m that stabilizes both (the stored C and n "
+    "are scaled by exp(-m)) and reads h = q C / max(|q . n|, exp(-m)), a normalized read no rule of the kit states; "
+    "transformers defines the block, its kernels and their module paths otherwise when the external xlstm package is "
+    "installed; a prompt runs the chunkwise kernel, which holds the states only at chunk boundaries, and one longer than "
+    "max_inference_chunksize runs every block once per chunk in one forward. Serving it needs an mLSTM component over "
+    "(C, n, m), an 'mlstm' rule, the native sequence kernel routed for per-token states, and values addressed per chunk"
 )
 QSA = "does not build tiny: its QSA indexer divides token_budget by compress_ratio, which the config leaves None"
 VISION = "a vision-language wrapper: nnterp-vision's issue (its text model is served where it has a type of its own)"
@@ -43,7 +64,9 @@ KINDS = {
     AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
     ZAMBA: ("zamba",),
     SHORT_CONV: ("inkling2_text", "inkling_text", "lfm2", "lfm2_moe", "lfm3"),
-    OWN_RECURRENCE: ("recurrent_gemma", "rwkv", "xlstm"),
+    RG_LRU: ("recurrent_gemma",),
+    WKV: ("rwkv",),
+    MLSTM: ("xlstm",),
     QSA: ("qwen4_exp", "qwen4_exp_text"),
     VISION: ("fuyu", "gemma3n", "mllama", "dots3_note"),
     XLNET: ("xlnet",),
@@ -58,7 +81,7 @@ VISION_NOT_YET = (
 )
 
 #: the reasons that are about a recurrent or hybrid mixer: the report's recurrent section lists their types
-RECURRENT_KINDS = (ZAMBA, SHORT_CONV, LOOPED_SHORT_CONV, OWN_RECURRENCE, QSA)
+RECURRENT_KINDS = (ZAMBA, SHORT_CONV, LOOPED_SHORT_CONV, RG_LRU, WKV, MLSTM, QSA)
 
 #: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
 STRUCTURE = {
