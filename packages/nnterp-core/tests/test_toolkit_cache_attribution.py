@@ -10,6 +10,7 @@ import torch
 from nnterp import Unavailable
 from nnterp.toolkit.attribution import (
     ACCUMULATED_RESID,
+    TWO_CONTRIBUTIONS,
     BIAS,
     DECOMPOSE_RESID,
     HEAD_OUTPUTS,
@@ -202,8 +203,9 @@ def test_decompose_resid_adds_up_to_the_final_stream(full, family):
     torch.testing.assert_close(values.sum(0), cache[f"layers.{model.num_layers - 1}.layer_output"], atol=1e-5, rtol=1e-4)
 
 
-#: blocks with terms beside their two contributions: a rescaled residual, a per-layer input and a rescaled sum
-RESCALING = ["gemma4_text", "doge", "zaya", "beam"]
+#: blocks with terms beside their two contributions: a rescaled residual, a per-layer input and a rescaled sum,
+#: LongCat-Flash's second sub-block
+RESCALING = ["gemma4_text", "doge", "zaya", "beam", "longcat_flash"]
 
 
 @pytest.mark.parametrize("family", RESCALING)
@@ -214,7 +216,7 @@ def test_decompose_resid_takes_every_term_of_a_block_that_rescales_its_stream(ti
     values, labels = decompose_resid(cache)
     terms = [f"layers.{index}.{term}" for index in range(model.num_layers) for term in model.layers[index].contributions()]
     assert labels == ["layers.0.layer_input", *terms]
-    residual = [index for index, label in enumerate(labels) if label.endswith(RESIDUAL_TERMS)]
+    residual = [index for index, label in enumerate(labels[1:], 1) if not label.endswith(TWO_CONTRIBUTIONS)]
     assert residual, labels
     torch.testing.assert_close(values.sum(0), cache[last], atol=1e-5, rtol=1e-4)
     # the new terms are what makes it add up: the sublayers' contributions alone do not

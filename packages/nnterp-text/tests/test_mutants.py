@@ -17,6 +17,7 @@ from transformers.models.granite.modeling_granite import GraniteAttention as Gra
 from transformers.models.opt.modeling_opt import OPTDecoderLayer
 from transformers.models.granite_swa.modeling_granite_swa import GraniteSWAAttention as GraniteSWAModule
 from transformers.models.llama.modeling_llama import LlamaAttention
+from transformers.models.longcat_flash.modeling_longcat_flash import LongcatFlashDecoderLayer
 from transformers.models.zaya.modeling_zaya import ZayaAttention as ZayaModule
 
 from nnterp_text.families.falcon import FalconAttention
@@ -27,6 +28,7 @@ from nnterp_text.families.opt import OPTLayer, token_flat
 from nnterp_text.families.beam import BeamAttention
 from nnterp_text.families.doge import DogeLayer
 from nnterp_text.families.gemma4_text import ScaledStreamLayer
+from nnterp_text.families.longcat_flash import LongcatFlashLayer
 from nnterp_text.families.zaya import ZayaAttention
 
 
@@ -42,6 +44,22 @@ class UnscaledGemma4Layer(ScaledStreamLayer):
 
     def output_scale(self):
         return torch.ones(1)
+
+
+class OneSubBlockLongcatLayer(LongcatFlashLayer):
+    """LongCat-Flash's layer read as one sub-block and its mixture: the second sub-block's terms forgotten."""
+
+    def contributions(self):
+        return ("self_attn.attention_output", "mlp.mlp_output", "first_mlp_output")
+
+
+class ScaledOutputTimesOutput(ScaledStreamLayer):
+    """Gemma 4's rescaling term taken as (layer_scalar - 1) * layer_output, the stream after the multiplication."""
+
+    def _output_rescaling(self):
+        return (self.output_scale() - 1) * self.layer_output
+
+    layer_output_rescaling = Layer.layer_output_rescaling.derived(_output_rescaling)
 
 #: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
 #: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
@@ -98,6 +116,16 @@ def family_mutants() -> list[Mutant]:
         Mutant(
             "gemma4_text: layer_scalar dropped", "gemma4_text",
             {Gemma4TextDecoderLayer: UnscaledGemma4Layer}, "contribution", "against layer_output", forgot_scalar,
+        ),
+        Mutant(
+            "gemma4_text: layer_output_rescaling off the scaled stream", "gemma4_text",
+            {Gemma4TextDecoderLayer: ScaledOutputTimesOutput}, "contribution", "against layer_output",
+            "(layer_scalar - 1) times layer_output, the stream after the multiplication, not the sum before it",
+        ),
+        Mutant(
+            "longcat_flash: the second sub-block's terms forgotten", "longcat_flash",
+            {LongcatFlashDecoderLayer: OneSubBlockLongcatLayer}, "contribution", "against layer_output",
+            "a LongCat-Flash layer decomposed as one sub-block and its mixture, the second attention and MLP left out",
         ),
         Mutant(
             "gemma4_text: per_layer_input_output read before its norm", "gemma4_text",

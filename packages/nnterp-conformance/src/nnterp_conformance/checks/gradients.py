@@ -100,13 +100,13 @@ def _added_into(model: Any, layer: int, served: dict[str, list[int]]) -> dict[st
 
     The mixers add into ``layer_mid`` where the block serves it, the MLP (or a
     block's last sublayer) into ``layer_output``; every sublayer of a parallel
-    block adds into ``layer_output``. Where a per-layer-input branch follows the
-    MLP (Gemma 3n's, Gemma 4's), the branch gates on the stream the MLP was
-    added into, a point no value serves: only the branch's own term is added
-    into ``layer_output``.
+    block adds into ``layer_output``. A term the block reads back after adding it
+    (``Layer.read_again``: Gemma 4's MLP, which its per-layer branch gates on)
+    is added into a point no value serves, and is left out.
     """
     terms = sublayers(model, layer)
-    gated_on = terms[: terms.index("per_layer_input_output")] if "per_layer_input_output" in terms else ()
+    read_again = getattr(model.layers[layer], "read_again", None)
+    gated_on = read_again() if read_again is not None else ()
     mid = layer in served.get("layer_mid", ())
     parallel = (model.support().get("layer_mid") or {}).get(layer) == PARALLEL
     mixers = {f"{mixer}.attention_output" for mixer in mixers_of(model, layer)}

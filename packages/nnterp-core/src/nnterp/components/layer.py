@@ -185,7 +185,7 @@ class Layer(Standard):
         return None
 
     def contributions(self) -> tuple[str, ...]:
-        """The terms ``layer_output`` is the sum of besides ``layer_input``, in the order the block adds them.
+        """The terms ``layer_output`` is the sum of besides ``layer_input``, in the order the block computes them.
 
         Each mixer's ``attention_output`` (a parallel hybrid's block, Falcon-H1's,
         has two), then ``mlp.mlp_output`` where it has an MLP, and between them
@@ -204,6 +204,20 @@ class Layer(Standard):
         """The terms ``layer_mid`` is the sum of besides ``layer_input``: the rescaling of ``layer_input`` where the
         block has one, then each mixer's ``attention_output``."""
         return tuple(name for name in self.contributions() if name == RESIDUAL_TERMS[0] or name.endswith(".attention_output"))
+
+    def read_again(self) -> tuple[str, ...]:
+        """The terms (besides the mixers', which ``layer_mid`` holds) that a later part of the block reads back.
+
+        Added to a stream no value serves, which the block then computes from,
+        so their gradient is not ``layer_output``'s: the MLP's where a
+        per-layer-input branch gates on the stream after it (Gemma 4),
+        LongCat-Flash's first MLP and second attention. The kit's
+        ``gradients_follow_the_stream`` leaves them out.
+        """
+        terms = self.contributions()
+        if "per_layer_input_output" not in terms:
+            return ()
+        return tuple(term for term in terms[: terms.index("per_layer_input_output")] if not term.endswith(".attention_output"))
 
     def has_term(self, name: str) -> bool:
         """Whether this block adds the residual term ``name`` (one of ``RESIDUAL_TERMS``), served or not."""

@@ -2,31 +2,35 @@
 
 A layer computes ``h1 = x + attn0(in0(x))``, ``h2 = h1 + mlps[0](post0(h1))``,
 ``h3 = h2 + attn1(in1(h2))`` and returns ``h3 + mlps[1](post1(h3)) + moe(post0(h1))``:
-the mixture (``mlp``) reads what the first MLP reads and is added last. No one
-attention or MLP output is what the layer adds to ``layer_input``, so both
-contributions are unavailable. ``self_attn`` is the first sub-block's
-attention (``self_attn[0]``): its interior and sizes are that module's, and
-the second's are at ``self_attn[1]``. ``layer_mid`` is the stream after that
-first attention, ``layer_input + self_attn[0]``'s output, where the mixture's
-norm reads it. The mixture is a softmax router over the routed experts and
+the mixture (``mlp``) reads what the first MLP reads and is added last. So the
+layer adds five terms: ``self_attn.attention_output`` (the first sub-block's
+attention, ``self_attn[0]``), ``first_mlp_output`` (``mlps[0]``),
+``second_attention_output`` (``self_attn[1]``), ``second_mlp_output``
+(``mlps[1]``) and ``mlp.mlp_output`` (the shortcut mixture), and
+``layer_output`` is ``layer_input`` plus them. ``self_attn``'s interior and
+sizes are the first attention's; the second's are at ``self_attn[1]``.
+``layer_mid`` is the stream after that first attention, ``layer_input +
+self_attn[0]``'s output, where the mixture's norm reads it. The mixture is a softmax router over the routed experts and
 ``zero_expert_num`` identity experts, its choice biased by
 ``e_score_correction_bias``, its weights scaled by ``routed_scaling_factor``.
 """
 
 from typing import Any
 
-from nnterp import Attention, Layer, Moe, TinyConfig, each_interior, unavailable
-from nnterp.families import default
+from torch import Tensor
 
-SUB_BLOCKS = (
-    "a LongCat-Flash layer adds two attention sub-blocks, two dense MLPs (mlps[0], mlps[1]) and the shortcut "
-    "mixture (mlp) to the stream, so no one {sublayer} output is what the layer adds to layer_input; read "
-    "{native} for each sub-block's output"
-)
+from nnterp import Attention, EProperty, Layer, Moe, TinyConfig, each_interior
+from nnterp.families import default
+from nnterp.layouts import Residual
 
 
 class LongcatFlashLayer(Layer):
-    """The first sub-block's norms: ``input_layernorm[0]`` before ``self_attn[0]``, ``post_attention_layernorm[0]`` before the MLPs."""
+    """Two attention and MLP sub-blocks and a shortcut mixture: the first sub-block's norms are the block's.
+
+    ``input_layernorm[0]`` before ``self_attn[0]``, ``post_attention_layernorm[0]``
+    before the first MLP and the mixture. The second sub-block's outputs are
+    terms of their own.
+    """
 
     norm_readers = {"attention_norm_output": "self_attn.0.input", "mlp_norm_output": "mlp.input"}
 
@@ -34,14 +38,38 @@ class LongcatFlashLayer(Layer):
     layer_mid = Layer.layer_mid.at("post_attention_layernorm.0.input")
     mlp_norm_output = Layer.mlp_norm_output.at("post_attention_layernorm.0.output")
 
+    @EProperty("mlps.0.output", "What the first dense MLP adds to the stream")
+    def first_mlp_output(self, value: Tensor) -> Residual:
+        """The first sub-block's dense MLP output, ``mlps[0]``, ``[batch, seq, hidden_size]``: added to ``layer_mid``."""
+        return value
+
+    @EProperty("self_attn.1.output", "What the second attention adds to the stream", select=0)
+    def second_attention_output(self, value: Tensor) -> Residual:
+        """The second sub-block's attention output, ``self_attn[1]``, ``[batch, seq, hidden_size]``.
+
+        Added to the stream after the first MLP; its interior is ``self_attn[1]``'s, natively.
+        """
+        return value
+
+    @EProperty("mlps.1.output", "What the second dense MLP adds to the stream")
+    def second_mlp_output(self, value: Tensor) -> Residual:
+        """The second sub-block's dense MLP output, ``mlps[1]``, ``[batch, seq, hidden_size]``: added last, with the mixture's."""
+        return value
+
+    def contributions(self) -> tuple[str, ...]:
+        # in the order the layer computes them: the shortcut mixture runs before the first dense MLP, and is added last
+        return ("self_attn.attention_output", "mlp.mlp_output", "first_mlp_output", "second_attention_output", "second_mlp_output")
+
+    def read_again(self) -> tuple[str, ...]:
+        # the second sub-block reads the stream the first MLP's and the second attention's outputs were added into
+        return ("first_mlp_output", "second_attention_output")
+
 
 @each_interior(lambda value: value.at(f"0.{value.key}"))
 class LongcatFlashAttention(Attention):
     """The first sub-block's latent attention, ``self_attn[0]``, on the shared interface."""
 
-    attention_output = unavailable(
-        SUB_BLOCKS.format(sublayer="attention", native="self_attn[0].output[0] and self_attn[1].output[0]")
-    )
+    attention_output = Attention.attention_output.at("0.output", select=0)
 
     def _first(self, *names: str) -> Any:
         """A size of the first sub-block's attention module (``self_attn`` itself is the ModuleList holding both)."""
@@ -51,8 +79,6 @@ class LongcatFlashAttention(Attention):
 
 class LongcatFlashMoe(Moe):
     """The shortcut mixture: routed experts and identity experts, all routable."""
-
-    mlp_output = unavailable(SUB_BLOCKS.format(sublayer="MLP", native="mlps[0].output, mlps[1].output and mlp.output"))
 
     @property
     def num_experts(self) -> int:
@@ -69,9 +95,6 @@ FAMILY = default.FAMILY.replace(
     tiny={"longcat_flash": TinyConfig("longcat_flash", {"zero_expert_num": 2, "head_dim": 8, "num_key_value_heads": 4, "moe_topk": 2, "ffn_hidden_size": 128, "expert_ffn_hidden_size": 32})},
     skips={
         "longcat_flash": {
-            "contribution": "a LongCat-Flash layer adds two attention sub-blocks, two dense MLPs",
-            "contribution_at_every_step": "a LongCat-Flash layer adds two attention sub-blocks, two dense MLPs",
-            "mid_stream": "a LongCat-Flash layer adds two attention sub-blocks, two dense MLPs",
             "neurons_make_contribution": "a mixture of experts",
             "rerouted_slot_runs_the_new_expert": "this family's experts run their own loop over experts",
         },
