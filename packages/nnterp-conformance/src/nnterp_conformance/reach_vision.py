@@ -104,16 +104,13 @@ LOOPED_SHORT_CONV_TEXT = (
     "component serves yet, so there is no text side to attach a tower to; the wrapper is Inkling 2's"
 )
 MULTI_STREAM_TEXT = (
-    "its text model is a multi-stream residual (DeepSeek-V4's hyper-connections: the stream is [batch, seq, hc_mult, "
-    "hidden], mixed by attn_hc and ffn_hc around each sublayer) with linear-attention and DSA sparse-attention "
-    "layers, which nnterp does not serve"
+    "its text model is a multi-stream residual (DeepSeek-V4's hyper-connections, which StreamLayer serves on "
+    "deepseek_v4) with linear-attention and DSA sparse-attention layers, which no text family maps yet"
 )
 HY_V4_MULTI_STREAM_TEXT = (
-    "its text model (hy_v4_vl_text: HY-V4's, with 3-D M-RoPE) is a multi-stream residual (hyper-connections: the "
-    "stream is [batch, seq, hc_mult, hidden], mixed by a HyperConnection around each sublayer and a HyperHead before "
-    "the final norm) with DSA sparse attention, which nnterp does not serve (hy_v4 is out of reach as text); beside "
-    "that, its tower is HunYuan-VL's packed SigLIP-block ViT whose per-image merger sits inside the tower, which no "
-    "family maps either (see hunyuan_vl)"
+    "its text model (hy_v4_vl_text) is HY-V4's multi-stream block, with 3-D M-RoPE, which the hy_v4 family serves "
+    "(StreamLayer, unmixed); but its tower is HunYuan-VL's packed SigLIP-block ViT whose per-image merger sits "
+    "inside the tower, which no family maps (see hunyuan_vl)"
 )
 RESIDUAL_GATE_TEXT = (
     "its text model rescales the residual at each sublayer (MuseSparkResidualGate: alpha * residual + beta * "

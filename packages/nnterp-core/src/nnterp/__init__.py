@@ -30,6 +30,7 @@ from .components import ScaledOutputLayer as ScaledOutputLayer
 from .components import SharedMlpLayer as SharedMlpLayer
 from .components import SigmoidMoe as SigmoidMoe
 from .components import Standard as Standard
+from .components import StreamLayer as StreamLayer
 from .components import TopKFirstMoe as TopKFirstMoe
 from .components import blocks_support as blocks_support
 from .components import each_interior as each_interior
@@ -71,7 +72,11 @@ from .layouts import Neurons as Neurons
 from .layouts import Pattern as Pattern
 from .layouts import Queries as Queries
 from .layouts import Residual as Residual
+from .layouts import STREAMS as STREAMS
 from .layouts import RouterLogits as RouterLogits
+from .layouts import StreamMixing as StreamMixing
+from .layouts import Streams as Streams
+from .layouts import StreamWeights as StreamWeights
 from .layouts import Values as Values
 from .layouts import axis_size as axis_size
 from .reasons import NOT_ON_INTERFACE as NOT_ON_INTERFACE

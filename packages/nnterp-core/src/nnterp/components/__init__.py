@@ -7,6 +7,7 @@ from .mlp import Mlp
 from .moe import Moe, mixture_reason, needs_grouped_experts, no_shared_expert
 from .rescaled import RescaledLayer, ScaledOutputLayer
 from .sandwich import Glm4Attention, Glm4Mlp, PostNormAttention, PostNormMlp, SandwichLayer
+from .streams import StreamLayer, StreamValues
 from .scaled import GraniteAttention, GraniteMlp, GraniteMoe, GraniteMoeShared, SharedMlpLayer, residual_multiplier
 from .variants import ParallelLayer, PostNormLayer
 from .standard import Standard, blocks_support, first_tensor, rewrap
@@ -37,6 +38,8 @@ __all__ = [
     "SharedMlpLayer",
     "SigmoidMoe",
     "Standard",
+    "StreamLayer",
+    "StreamValues",
     "TopKFirstMoe",
     "blocks_support",
     "each_interior",

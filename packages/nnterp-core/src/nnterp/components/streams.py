@@ -22,7 +22,7 @@ around the attention (``layer_input`` to ``layer_mid``) and again around the MLP
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from torch import Tensor
 
@@ -37,9 +37,6 @@ ATTENTION_HC, MLP_HC = "attn_hc", "ffn_hc"
 #: the binding of the collapse weights inside a hyper-connection's forward: ``pre = sigmoid(...) + eps``, which the
 #: forward consumes itself (it returns the collapsed stream, not ``pre``)
 COLLAPSE = "source.pre_0.output"
-
-STREAM_BLOCK = "a multi-stream block: its sublayers' outputs are spread over the streams, not added to one stream"
-
 
 class StreamValues:
     """The values of a block carrying several residual streams, declared in the order its forward serves them.
@@ -202,7 +199,6 @@ class StreamLayer(Layer, StreamValues):
         return ()
 
 
-
 # the stream values on the component itself, over Layer's (layer_input, layer_mid, layer_output...): a read finds them
 # first, and an error on another component names StreamLayer as their owner; their place in the block's order stays
 # the one StreamValues gave them
@@ -211,18 +207,3 @@ for _name, _value in list(vars(StreamValues).items()):
         setattr(StreamLayer, _name, _value)
         VALUE_NAMES.add(_name)
 del _name, _value
-
-#: the sublayer of each set of stream values, and the names of its collapse, spread and mixing and of the streams
-#: it reads and writes: what the kit's stream identities walk
-SUBLAYER_STREAMS: dict[str, dict[str, str]] = {
-    "self_attn": {
-        "before": "layer_input", "after": "layer_mid", "output": "self_attn.attention_output",
-        "collapse": "attention_collapse_weights", "collapsed": "attention_collapsed",
-        "spread": "attention_spread_weights", "mixing": "attention_stream_mixing",
-    },
-    "mlp": {
-        "before": "layer_mid", "after": "layer_output", "output": "mlp.mlp_output",
-        "collapse": "mlp_collapse_weights", "collapsed": "mlp_collapsed",
-        "spread": "mlp_spread_weights", "mixing": "mlp_stream_mixing",
-    },
-}

@@ -23,8 +23,7 @@ mapped, so the MLP is served as a plain ``Mlp``: its ``mlp_output``.
 
 from typing import Any
 
-from nnterp import Mlp, TinyConfig, interface_reason
-from nnterp.components.streams import StreamLayer
+from nnterp import Mlp, StreamLayer, TinyConfig, interface_reason
 from nnterp.families import default
 from nnterp.logits import unembed
 

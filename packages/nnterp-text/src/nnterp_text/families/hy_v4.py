@@ -13,9 +13,7 @@ code), which the vision side would reuse; it is not served here.
 
 from typing import Any
 
-from nnterp import GatedAttention, SigmoidMoe, TinyConfig, unavailable
-from nnterp.components.layer import Layer
-from nnterp.components.streams import StreamLayer
+from nnterp import GatedAttention, Layer, SigmoidMoe, StreamLayer, TinyConfig, unavailable
 
 from . import deepseek_v4
 from .sinks import SinkAttention
