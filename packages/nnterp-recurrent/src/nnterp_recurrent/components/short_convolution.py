@@ -47,10 +47,11 @@ class ShortConvolution(RecurrentMixer):
     decays or betas, and no state per token to walk: ``states`` follow from
     ``conv_input`` and ``state_input``.
 
-    Everything is read in the module's own forward, at the operation that
-    computes it, so writes reach the model: the conv call is
-    ``causal_conv1d_fn`` on a prompt and ``causal_conv1d_update`` on a decode
-    step (``kernel()``).
+    Everything is read in the module's own forward, at the binding that
+    holds it, so writes reach the model; the window a call leaves is read off
+    the cache's buffer once the conv has updated it, and written into it. The
+    conv call is ``causal_conv1d_fn`` on a prompt and ``causal_conv1d_update``
+    on a decode step (``kernel()``).
     """
 
     CHUNK_KERNEL: ClassVar[str] = "causal_conv1d_fn_0"
@@ -244,12 +245,12 @@ class ShortConvolution(RecurrentMixer):
 
     @contextmanager
     def keeping_states(self) -> Iterator[None]:
-        """The window after every token is always there (derived from ``conv_input``): nothing to route."""
-        yield
+        """The window after every token is always there (derived from ``conv_input``): nothing to route.
 
-    def routing(self) -> str:
-        """The kernels are read around, never inside: the values do not depend on which conv implementation runs."""
-        return "default"
+        The values are read around the conv kernels, never inside, so they hold whichever implementation runs
+        (``route_kernels`` still binds transformers' pure-torch ones).
+        """
+        yield
 
 
 # -- write-backs: an assignment in the served layout, laid back out as the module holds it --------------------------
