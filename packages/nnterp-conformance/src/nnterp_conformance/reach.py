@@ -11,9 +11,20 @@ ZAMBA = (
     "its Mamba-1 mixer runs the scan once per head in a Python loop, each head with its own B and C, so one "
     "forward makes a kernel call per head, which SelectiveScan does not gather; not mapped yet"
 )
-SHORT_CONV = (
-    "a short causal convolution mixer (LFM2's, Inkling's): no state beyond the conv window, and no component "
-    "serves a conv mixer yet"
+INKLING_CONV = (
+    "Inkling's blocks: every block is softmax attention whose scores add a learned relative-position bias "
+    "(r_proj, rel_logits_proj) and whose keys and values pass through short causal convolutions (k_sconv, v_sconv), "
+    "and each sublayer's output passes through another (attn_sconv, mlp_sconv: conv(x) + x) before the block adds "
+    "it; these convs are plain residual ones beside the attention, not LFM2's gated mixer in its place, so "
+    "ShortConvolution does not serve them: serving it needs an ungated short-conv component for the four windows "
+    "(conv_idx 0-3), the contributions read at attn_sconv and mlp_sconv, and the position bias as the scores' bias"
+)
+INKLING2_BLOCK_RESIDUALS = (
+    "Inkling 2's blocks feed each sublayer a mix of earlier blocks' states (block attention residuals: "
+    "attention_input and mlp_input attend over block_states), and a block at a block boundary drops its residual "
+    "(the stream after its attention is the attention's output alone), so layer_input + attention_output + "
+    "mlp_output is not layer_output; its convs are plain residual ones after each sublayer, not LFM2's gated "
+    "mixer: serving it needs the block-state mixing as terms of the block's sum"
 )
 RG_LRU = (
     "RecurrentGemma keeps its RG-LRU and conv states on the modules (rg_lru.recurrent_states, conv1d_state), not in a "
@@ -63,7 +74,8 @@ KINDS = {
     ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
     AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
     ZAMBA: ("zamba",),
-    SHORT_CONV: ("inkling2_text", "inkling_text", "lfm2", "lfm2_moe", "lfm3"),
+    INKLING_CONV: ("inkling_text",),
+    INKLING2_BLOCK_RESIDUALS: ("inkling2_text",),
     RG_LRU: ("recurrent_gemma",),
     WKV: ("rwkv",),
     MLSTM: ("xlstm",),
@@ -81,7 +93,7 @@ VISION_NOT_YET = (
 )
 
 #: the reasons that are about a recurrent or hybrid mixer: the report's recurrent section lists their types
-RECURRENT_KINDS = (ZAMBA, SHORT_CONV, LOOPED_SHORT_CONV, RG_LRU, WKV, MLSTM, QSA)
+RECURRENT_KINDS = (ZAMBA, INKLING_CONV, INKLING2_BLOCK_RESIDUALS, LOOPED_SHORT_CONV, RG_LRU, WKV, MLSTM, QSA)
 
 #: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
 STRUCTURE = {
