@@ -27,7 +27,7 @@ from nnterp import Mlp, StreamLayer, TinyConfig, interface_reason
 from nnterp.families import default
 from nnterp.logits import unembed
 
-from .sinks import SinkAttention
+from .sinks import SinkAttention, interior
 
 
 COMPRESSED = (
@@ -41,13 +41,20 @@ def compressed_reason(envoy: Any) -> str | None:
     return COMPRESSED if getattr(envoy._module, "compressor", None) is not None else interface_reason(envoy)
 
 
+#: the pattern's cast to the values' dtype, after the dropout
+CAST = "to_0.output"
+
+
 class DeepseekV4Attention(SinkAttention):
-    """The sink attention, its key-axis values unavailable on the compressed layers (``COMPRESSED``)."""
+    """The sink attention, its key-axis values unavailable on the compressed layers (``COMPRESSED``), its pattern read
+    after its cast to the values' dtype (``CAST``)."""
 
     attention_keys = SinkAttention.attention_keys.at(unavailable=compressed_reason)
     attention_values = SinkAttention.attention_values.at(unavailable=compressed_reason)
     attention_scores = SinkAttention.attention_scores.at(unavailable=compressed_reason)
-    attention_probabilities = SinkAttention.attention_probabilities.at(unavailable=compressed_reason)
+    # the pattern as the values are mixed with it: cast to their dtype after the dropout (the sinks are float32, so the
+    # softmax ran in float32 under a half-precision model)
+    attention_probabilities = SinkAttention.attention_probabilities.at(interior(CAST), unavailable=compressed_reason)
 
 
 class DeepseekV4Layer(StreamLayer):

@@ -16,7 +16,7 @@ from typing import Any
 from nnterp import GatedAttention, Layer, SigmoidMoe, StreamLayer, TinyConfig, unavailable
 
 from . import deepseek_v4
-from .sinks import SinkAttention
+from .sinks import SinkAttention, interior
 
 UNMIXED = "HY-V4's hyper-connections carry the residual streams past each sublayer unmixed (the mixing is the identity)"
 
@@ -44,7 +44,10 @@ class HYV4Layer(StreamLayer):
 
 
 class HYV4Attention(SinkAttention, GatedAttention):
-    """The sink softmax (``SinkAttention``) whose head outputs are gated before ``o_proj`` (``GatedAttention``)."""
+    """The sink softmax (``SinkAttention``) whose head outputs are gated before ``o_proj`` (``GatedAttention``); the
+    pattern read after its cast to the values' dtype, as DeepSeek-V4's."""
+
+    attention_probabilities = SinkAttention.attention_probabilities.at(interior(deepseek_v4.CAST))
 
 
 FAMILY = deepseek_v4.FAMILY.replace(
