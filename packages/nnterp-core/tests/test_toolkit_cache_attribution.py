@@ -237,6 +237,17 @@ def test_the_contributions_group_expands_to_each_blocks_terms(tiny_model):
         decompose_resid(cache)
 
 
+def test_a_block_carrying_several_streams_is_refused_by_name(tiny_model):
+    model = tiny_model("deepseek_v4")
+    with pytest.raises(Unavailable, match="several residual streams"):
+        expand_names(model, list(DECOMPOSE_RESID))
+    with pytest.raises(Unavailable, match="several residual streams"):
+        model.layers[0].layer_input_rescaling
+    cache = ValueCache({}, torch.zeros(1, 1), torch.ones(1, 1), 1, contributions={0: ()})
+    with pytest.raises(Unavailable, match="several residual streams"):
+        decompose_resid(cache)
+
+
 def test_missing_names_say_what_to_cache(tiny_model):
     model = tiny_model("llama")
     cache = cache_values(model, PROMPTS, ["layers.0.layer_input"], progress=False)

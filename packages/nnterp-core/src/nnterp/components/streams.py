@@ -26,10 +26,16 @@ from typing import ClassVar
 
 from torch import Tensor
 
-from ..descriptors import EProperty
+from ..descriptors import EProperty, unavailable
 from ..layouts import Residual, StreamMixing, Streams, StreamWeights
 from .layer import Layer
 from .standard import VALUE_NAMES
+
+#: why a multi-stream block has no single-stream terms (a rescaling, a per-layer input) and no sum of them
+SEVERAL_STREAMS = (
+    "this block carries several residual streams: they follow from the hyper-connections' mixing and spread weights "
+    "(the kit's streams_follow_from_mixing), not from a sum of terms on one stream"
+)
 
 #: the hyper-connection around the attention and the one around the MLP, as the block names them
 ATTENTION_HC, MLP_HC = "attn_hc", "ffn_hc"
@@ -191,6 +197,11 @@ class StreamLayer(Layer, StreamValues):
     def num_streams(self) -> int:
         """The residual streams this block carries per token (the config's ``hc_mult``)."""
         return int(getattr(self._module, ATTENTION_HC).hc_mult)
+
+    layer_input_rescaling = unavailable(SEVERAL_STREAMS)
+    layer_mid_rescaling = unavailable(SEVERAL_STREAMS)
+    per_layer_input_output = unavailable(SEVERAL_STREAMS)
+    layer_output_rescaling = unavailable(SEVERAL_STREAMS)
 
     def contributions(self) -> tuple[str, ...]:
         """None that add to one stream: each sublayer's output is spread over the streams and the streams are mixed, so

@@ -95,7 +95,13 @@ def decompose_resid(cache: ValueCache) -> Components:
     """
     labels = [EMBEDDINGS]
     for index in range(cache.num_layers):
-        labels += [f"layers.{index}.{term}" for term in cache.contributions.get(index, TWO_CONTRIBUTIONS)]
+        terms = cache.contributions.get(index, TWO_CONTRIBUTIONS)
+        if not terms:
+            raise Unavailable(
+                f"layers[{index}]", "decompose_resid", "the block adds no terms to one stream: it carries several residual "
+                "streams, which follow from their mixing (docs/streams.md), so the final stream is no sum of terms"
+            )
+        labels += [f"layers.{index}.{term}" for term in terms]
     return Components(torch.stack([_need(cache, label, DECOMPOSE_RESID) for label in labels]), labels)
 
 

@@ -186,7 +186,12 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
             raise KeyError(f"{name!r}: the model has {model.num_layers} layers")
         for index in layers:
             order = orders.setdefault(index, block_order(model.layers[index]))
-            for each in _block_terms(model, index) if value == CONTRIBUTIONS else [value]:
+            terms = _block_terms(model, index) if value == CONTRIBUTIONS else (value,)
+            if not terms:
+                block = model.layers[index]
+                reason = getattr(type(block), "layer_output_rescaling").reason(block) if hasattr(type(block), "layer_output_rescaling") else None
+                raise Unavailable(block, CONTRIBUTIONS, reason or "this block adds no terms to one stream")
+            for each in terms:
                 if each not in order:
                     raise KeyError(
                         f"{each!r} is no value of layers[{index}]; its values, in forward order: {', '.join(order)}"
