@@ -1,10 +1,10 @@
 """The last text families: Beam (depth-scaled sandwich), GIT (BERT's post-LN block), LongCat-Flash (two sub-blocks and a shortcut mixture).
 
 Each passes every check but those its unavailable values make skip. Serving a
-contribution where the block's structure says there is none (the post norm's
-output under Beam's depth-scaled add, the first sub-block's attention and the
-shortcut mixture on LongCat-Flash, the post-LN attention's normalized sum on
-GIT) breaks the contribution identity, and the kit names the block.
+contribution other than what the block adds (the post norm's output without
+Beam's depth scale, LongCat-Flash's layer as one sub-block and its mixture, the
+post-LN attention's normalized sum on GIT) breaks the contribution identity,
+and the kit names the block.
 """
 
 import pytest
@@ -26,12 +26,18 @@ def _fails_naming_a_block(model):
     assert result.detail.startswith("layers["), result
 
 
-def test_beam_post_norm_outputs_are_not_contributions(tiny_model, monkeypatch):
-    # Gemma-2's contributions: right on a sandwich block that adds them as they are, wrong under Beam's depth scaling
+def test_beam_contributions_are_the_post_norm_outputs_divided_by_sqrt_k(tiny_model, monkeypatch):
     model = tiny_model("beam")
-    with pytest.raises(Unavailable, match="sqrt"):
-        with model.trace(PROMPTS):
-            model.layers[0].self_attn.attention_output
+    for layer in range(model.num_layers):
+        block = model.layers[layer]
+        with torch.no_grad(), model.trace(PROMPTS):
+            attention = block.self_attn.attention_output.detach().clone().save()
+            normed = block.post_attention_layernorm.output.detach().clone().save()
+            mlp = block.mlp.mlp_output.detach().clone().save()
+            normed_mlp = block.post_feedforward_layernorm.output.detach().clone().save()
+        torch.testing.assert_close(attention, normed / (2 * (layer + 1)) ** 0.5)
+        torch.testing.assert_close(mlp, normed_mlp / (2 * (layer + 1) + 1) ** 0.5)
+    # Gemma-2's contributions: right on a sandwich block that adds them as they are, wrong under Beam's depth scaling
     _serve(monkeypatch, type(model.layers[0].self_attn), "attention_output",
            Attention.attention_output.at("../post_attention_layernorm.output", select=None))
     _serve(monkeypatch, type(model.layers[0].mlp), "mlp_output",
@@ -53,13 +59,24 @@ def test_beam_routed_output_includes_the_scaling_applied_after_the_experts(tiny_
     assert verdict("mixture_adds_up", model, PROMPTS).status == "fail"
 
 
-def test_longcat_first_sub_block_and_shortcut_are_not_the_layers_contributions(tiny_model, monkeypatch):
+def test_longcat_layer_adds_both_sub_blocks_and_the_shortcut(tiny_model, monkeypatch):
     model = tiny_model("longcat_flash")
     block = model.layers[0]
     assert block.self_attn.o_proj is block.self_attn[0].o_proj
     assert block.self_attn.num_heads == block.self_attn[0]._module.num_heads
-    _serve(monkeypatch, type(block.self_attn), "attention_output", Attention.attention_output.at("0.output"))
-    _serve(monkeypatch, type(block.mlp), "mlp_output", Mlp.mlp_output.at())
+    terms = block.contributions()
+    with torch.no_grad(), model.trace(PROMPTS):
+        stream = block.layer_input.detach().clone().save()
+        first = block.self_attn[0].output[0].detach().clone().save()
+        shortcut = block.mlp.output.detach().clone().save()
+        dense = block.mlps[0].output.detach().clone().save()
+        second = block.self_attn[1].output[0].detach().clone().save()
+        last = block.mlps[1].output.detach().clone().save()
+        output = block.layer_output.detach().clone().save()
+    torch.testing.assert_close(output, stream + first + shortcut + dense + second + last)
+    assert terms == ("self_attn.attention_output", "mlp.mlp_output", "first_mlp_output", "second_attention_output", "second_mlp_output")
+    # the first sub-block and the shortcut alone, as a one-sub-block family would read it
+    monkeypatch.setattr(type(block), "contributions", lambda self: terms[:2])
     _fails_naming_a_block(model)
 
 

@@ -79,11 +79,20 @@ def test_mimo_scores_are_unavailable_only_where_sinks_join_the_softmax(tiny_mode
     assert model.support()["self_attn.attention_probabilities"] is None
 
 
-def test_zaya_has_no_contributions_and_skip_carries_the_router_state(tiny_model):
+def test_zaya_adds_its_sublayers_through_an_affine_rescaling_and_skip_carries_the_router_state(tiny_model):
     model = tiny_model("zaya")
-    with pytest.raises(Unavailable, match="ResidualScaling"):
-        with model.trace(PROMPTS):
-            model.layers[0].self_attn.attention_output
+    block = model.layers[0]
+    with torch.no_grad(), model.trace(PROMPTS):
+        stream = block.layer_input.detach().clone().save()
+        rescaling = block.layer_input_rescaling.detach().clone().save()
+        own = block.self_attn.output[0].detach().clone().save()
+        attention = block.self_attn.attention_output.detach().clone().save()
+        mid = block.layer_mid.detach().clone().save()
+    scaling = block._module.post_attention_residual_scale  # after the trace: the weights are loaded
+    with torch.no_grad():
+        torch.testing.assert_close(attention, (own + scaling.hidden_states_bias) * scaling.hidden_states_scale)
+        torch.testing.assert_close(rescaling, (stream + scaling.residual_bias) * scaling.residual_scale - stream)
+    torch.testing.assert_close(mid, stream + rescaling + attention)
     with torch.no_grad(), model.trace(PROMPTS):
         sent = model.layers[1].inputs[0][1].detach().clone().save()
         model.layers[1].skip(model.layers[1].layer_input)

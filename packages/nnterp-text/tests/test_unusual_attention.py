@@ -161,14 +161,16 @@ def test_openai_gpt_keys_are_served_sequence_before_width(tiny_model):
 
 def test_gemma4_scales_the_stream_after_the_mlp(tiny_model):
     model = tiny_model("gemma4_text")
-    with pytest.raises(Unavailable, match="layer_scalar"):
-        model.layers[0].mlp.mlp_output
-    mid, mlp, per_layer, output = _read(
-        model, 0, "layer_mid", "post_feedforward_layernorm.output", "post_per_layer_input_norm.output", "layer_output"
-    )
+    names = ("layer_mid", "post_feedforward_layernorm.output", "post_per_layer_input_norm.output", "layer_output")
+    mid, mlp, per_layer, output = _read(model, 0, *names)
+    served = _read(model, 0, "mlp.mlp_output", "per_layer_input_output", "layer_output_rescaling")
     scalar = model.layers[0]._module.layer_scalar
+    assert (scalar - 1).abs().max() > 1e-3  # the tiny checkpoint's scalar is not one
     torch.testing.assert_close(output, scalar * (mid + mlp + per_layer))
     assert per_layer.abs().max() > 1e-3  # the per-layer-input term is a third one
+    torch.testing.assert_close(served[0], mlp)
+    torch.testing.assert_close(served[1], per_layer)
+    torch.testing.assert_close(served[2], (scalar - 1) * (mid + mlp + per_layer))
 
 
 def test_gemma4_blocks_have_their_own_head_widths(tiny_model):
