@@ -7,9 +7,8 @@ post-LN attention's normalized sum on GIT) breaks the contribution identity,
 and the kit names the block.
 """
 
-import pytest
 import torch
-from nnterp import Attention, Mlp, Moe, Unavailable
+from nnterp import Attention, Mlp, Moe
 from nnterp_conformance.checks import verdict
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]

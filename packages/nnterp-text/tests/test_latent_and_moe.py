@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-from nnterp import Unavailable
 
 PROMPTS = ["The Eiffel Tower is in Paris, the", "Hello world"]
 
