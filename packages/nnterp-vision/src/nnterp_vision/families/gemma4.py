@@ -28,14 +28,4 @@ FAMILY = VisionFamily(
     text_family="gemma4_text",
     # in transformers' causal-LM mapping, their text model served (their towers are not mapped yet)
     tiny={model_type: TinyConfig(model_type) for model_type in ("gemma4", "gemma4_unified")},
-    skips={
-        "gemma4": {
-            "contribution": "the block multiplies the whole stream by layer_scalar",
-            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
-        },
-        "gemma4_unified": {
-            "contribution": "the block multiplies the whole stream by layer_scalar",
-            "contribution_at_every_step": "the block multiplies the whole stream by layer_scalar",
-        },
-    },
 )
