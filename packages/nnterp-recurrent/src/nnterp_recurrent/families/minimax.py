@@ -3,15 +3,20 @@
 The block keeps no stream of its own: it carries on from its input's
 norm, ``h = alpha * input_layernorm(x) + beta * mixer(input_layernorm(x))``,
 then ``alpha' * post_attention_layernorm(h) + beta' * mlp(post_attention_layernorm(h))``
-(the factors from the config, per kind of block). So what a sublayer changes
-in the stream includes a norm and is no tensor of the model: the
-contributions are unavailable, and the streams, the norms' outputs, the
-mixers' interiors and the mixture are served. Both mixers are ``self_attn``
+(the factors from the config, per kind of block). An RMSNorm rescales each
+token, so this is a ``RescaledLayer``: the block makes ``alpha * norm(x)`` of
+its stream before adding ``beta`` times the sublayer, ``layer_input_rescaling``
+is ``alpha * attention_norm_output - layer_input`` (``layer_mid_rescaling``
+the same around the MLP), and the contributions are the sublayers' outputs
+times ``beta``, as the block adds them. Both mixers are ``self_attn``
 natively; the lightning blocks' is aliased ``linear_attn`` by its class.
 """
 
+from typing import Any
+
 import nnterp  # noqa: F401 - nnsight before transformers.models
-from nnterp import Attention, MixtralMoe, unavailable
+from nnterp import Attention, MixtralMoe, RescaledLayer
+from torch import Tensor
 from nnterp.families import default
 from nnterp.tiny import TinyConfig
 from transformers.models.minimax import modeling_minimax as modeling
@@ -19,39 +24,32 @@ from transformers.models.minimax import modeling_minimax as modeling
 from ..components.lightning import LightningAttention
 from ..family import RecurrentFamily
 
-NORMED_RESIDUAL = (
-    "MiniMax's block adds the {sublayer} to its input's norm, not to its input ({stream} = {alpha} * {norm}.output + "
-    "{beta} * output, the factors from the config): what the {sublayer} changes in the stream includes the norm and "
-    "is no tensor of the model; the {sublayer}'s own output is {native}"
-)
-ATTENTION = dict(sublayer="attention", stream="layer_mid", norm="input_layernorm", native="self_attn.output[0]")
+def _factor(name: str) -> Any:
+    """The block's factor ``name`` (``attn_beta_factor`` ...), for a sublayer's envoy."""
+    return lambda envoy: getattr(envoy.parent._module, name)
+
+
+class MiniMaxLayer(RescaledLayer):
+    """The block adds each sublayer to its norm of the stream times ``alpha``: ``alpha * norm(x) + beta * sublayer``."""
+
+    def rescaled_input(self, stream: Tensor) -> Tensor:
+        return self._module.attn_alpha_factor * self.attention_norm_output
+
+    def rescaled_mid(self, stream: Tensor) -> Tensor:
+        return self._module.mlp_alpha_factor * self.mlp_norm_output
 
 
 class MiniMaxLightning(LightningAttention):
-    attention_output = unavailable(
-        NORMED_RESIDUAL.format(alpha="linear_attn_alpha_factor", beta="linear_attn_beta_factor", **ATTENTION)
-    )
+    attention_output = LightningAttention.attention_output.scaled(_factor("attn_beta_factor"))
 
 
 class MiniMaxAttention(Attention):
-    attention_output = unavailable(
-        NORMED_RESIDUAL.format(alpha="full_attn_alpha_factor", beta="full_attn_beta_factor", **ATTENTION)
-    )
+    attention_output = Attention.attention_output.scaled(_factor("attn_beta_factor"))
 
 
 class MiniMaxMoe(MixtralMoe):
-    mlp_output = unavailable(
-        NORMED_RESIDUAL.format(
-            sublayer="MLP", stream="layer_output", norm="post_attention_layernorm", alpha="mlp_alpha_factor",
-            beta="mlp_beta_factor", native="mlp.output",
-        )
-    )
+    mlp_output = MixtralMoe.mlp_output.scaled(_factor("mlp_beta_factor"))
 
-
-SKIPS = dict.fromkeys(
-    ("contribution", "contribution_at_every_step", "mid_stream"),
-    "MiniMax's block adds the attention to its input's norm, not to its input",
-)
 
 FAMILY = RecurrentFamily(
     name="minimax",
@@ -60,6 +58,7 @@ FAMILY = RecurrentFamily(
     rename={**default.FAMILY.rename, "mlp.gate": "mlp.router", modeling.MiniMaxLightningAttention: "linear_attn"},
     envoys={
         **default.FAMILY.envoys,
+        "layers.*": MiniMaxLayer,
         "layers.*.self_attn": MiniMaxAttention,
         "layers.*.mlp": MiniMaxMoe,
         modeling.MiniMaxLightningAttention: MiniMaxLightning,
@@ -70,8 +69,13 @@ FAMILY = RecurrentFamily(
     tiny={
         "minimax": TinyConfig(
             "minimax",
-            {"num_hidden_layers": 3, "layer_types": ["full_attention", "linear_attention", "full_attention"], "block_size": 4},
+            {
+                "num_hidden_layers": 3, "layer_types": ["full_attention", "linear_attention", "full_attention"], "block_size": 4,
+                # factors other than one (the config's defaults), so a contribution or a rescaling read without its factor shows
+                "full_attn_alpha_factor": 1.5, "full_attn_beta_factor": 0.7, "linear_attn_alpha_factor": 1.3,
+                "linear_attn_beta_factor": 0.8, "mlp_alpha_factor": 1.2, "mlp_beta_factor": 0.9,
+            },
         )
     },
-    skips={"minimax": {**SKIPS, "neurons_make_contribution": "a mixture of experts"}},
+    skips={"minimax": {"neurons_make_contribution": "a mixture of experts"}},
 )
