@@ -45,3 +45,10 @@ def test_every_half_precision_failure_is_declared_with_why():
         declared = family_named(checkpoint_family(checkpoint)).half_precision_failures.get(checkpoint, {})
         failed = entry["half_precision"]["failed"]
         assert set(failed) == set(declared), f"{checkpoint}: fails {sorted(failed)} in bfloat16, its family declares {sorted(declared)}"
+
+
+def test_processes_sharing_the_checkpoints_give_the_same_records():
+    chosen = ["gpt2", "doge", "llama"]
+    shared = report.collect(progress=False, checkpoints=chosen, jobs=2)
+    assert shared == report.collect(progress=False, checkpoints=chosen)
+    assert [entry["checkpoint"] for entry in shared if entry["status"] != report.OUT_OF_REACH] == sorted(chosen)

@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     report = commands.add_parser("report", help="run the kit on every registered checkpoint and write docs/families.{json,md}")
     report.add_argument("--out", default="docs", help="the folder to write into (default: docs)")
     report.add_argument("--check", action="store_true", help="write nothing; exit non-zero if the files there are stale")
+    report.add_argument("--jobs", type=int, default=1, help="processes sharing the checkpoints (default: 1)")
     mutants = commands.add_parser("mutants", help="run the standard mutants on checkpoints and print which checks kill them")
     mutants.add_argument("checkpoint", nargs="+", help="registered tiny checkpoints' names or checkpoint directories")
     upgrade = commands.add_parser(
@@ -198,7 +199,7 @@ def report_command(arguments: argparse.Namespace) -> int:
 
     from .report import collect, stale, write
 
-    records = collect()
+    records = collect(jobs=arguments.jobs)
     directory = Path(arguments.out)
     if arguments.check:
         outdated = stale(records, directory)

@@ -229,18 +229,46 @@ def merge(checked: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def collect(progress: bool = True, checkpoints: list[str] | None = None, details: bool = False) -> list[dict[str, Any]]:
+def collect(
+    progress: bool = True, checkpoints: list[str] | None = None, details: bool = False, jobs: int = 1
+) -> list[dict[str, Any]]:
     """Every record: one per model type a registered checkpoint covers, then one per mapping type none does.
 
     ``checkpoints`` narrows the run to those registered checkpoints (default: every one); ``details`` keeps each
     failing check's detail text in its record (see ``record``), and a checkpoint that raises the frames it raised
-    through (the upgrade radar's records).
+    through (the upgrade radar's records). ``jobs`` processes share the checkpoints, each on one torch thread; the
+    records are the same, in the same order, whatever the number.
     """
     from .checkpoints import names
+
+    checkpoints = names() if checkpoints is None else list(checkpoints)
+    if jobs > 1 and len(checkpoints) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        shares = [checkpoints[start::jobs] for start in range(jobs)]
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread) as pool:
+            found = dict(zip((name for share in shares for name in share), (one for part in pool.map(_checked, shares, [progress] * jobs, [details] * jobs) for one in part)))
+        checked = [found[checkpoint] for checkpoint in checkpoints]
+    else:
+        checked = _checked(checkpoints, progress, details)
+    records = merge(checked)
+    covered = {entry["model_type"] for entry in records}
+    records.extend(out_of_reach(model_type) for model_type in mapping_types() if model_type not in covered)
+    return records
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _checked(checkpoints: list[str], progress: bool, details: bool) -> list[dict[str, Any]]:
+    """Each checkpoint's own record, in order; a checkpoint that would not load or raised gets ``broken``'s."""
     from .runner import load
 
     checked = []
-    checkpoints = names() if checkpoints is None else list(checkpoints)
     for index, checkpoint in enumerate(checkpoints):
         if progress:
             print(f"[{index + 1}/{len(checkpoints)}] {checkpoint}", flush=True)
@@ -250,10 +278,7 @@ def collect(progress: bool = True, checkpoints: list[str] | None = None, details
             checked.append(broken(checkpoint, error))
             if details:  # and where it raised, innermost last
                 checked[-1]["details"] = {"raised at": raised_at(error)}
-    records = merge(checked)
-    covered = {entry["model_type"] for entry in records}
-    records.extend(out_of_reach(model_type) for model_type in mapping_types() if model_type not in covered)
-    return records
+    return checked
 
 
 def broken(checkpoint: str, error: Exception) -> dict[str, Any]:
