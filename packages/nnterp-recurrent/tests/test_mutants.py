@@ -13,11 +13,13 @@ from transformers.models.lfm2.modeling_lfm2 import Lfm2ShortConv
 from transformers.models.mamba.modeling_mamba import MambaMixer
 from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
 from transformers.models.minimax.modeling_minimax import MiniMaxLightningAttention
+from transformers.models.recurrent_gemma.modeling_recurrent_gemma import RecurrentGemmaRecurrentBlock
 from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
 
 from nnterp_recurrent.components import LinearAttention, SelectiveScan, ShortConvolution, StateSpace
 from nnterp_recurrent.components.selective_scan import _tokens_first
 from nnterp_recurrent.components.lightning import needs_token_blocks
+from nnterp_recurrent.components.rg_lru import RealGatedLRU
 from nnterp_recurrent.families.kimi_linear import KimiDeltaAttention
 from nnterp_recurrent.families.minimax import MiniMaxLightning
 from nnterp_recurrent.reasons import needs_torch_kernels
@@ -122,6 +124,30 @@ def _window_without_write_back() -> object:
     return dropped
 
 
+def _lru_states_one_token_early(self):
+    # each token served the state it starts from: the one before, zeros before the first
+    states = RealGatedLRU._states(self)
+    return torch.cat([torch.zeros_like(states[:, :1]), states[:, :-1]], dim=1)
+
+
+class LruStatesOneTokenEarly(RealGatedLRU):
+    """The RG-LRU's states read one token early: each token's the state its update starts from."""
+
+    states = DerivedEProperty(_lru_states_one_token_early, description="one token early")
+
+
+def _lru_at(path: str, keep=lambda self, value: value):
+    """An RG-LRU value read at ``path`` below the block (``{lru}``: the recurrence's module), served as ``keep`` makes it."""
+
+    def key(envoy):
+        envoy.kernel()
+        return path.format(lru=envoy.LRU)
+
+    found = EProperty(key, "moved")
+    found._preprocess = keep
+    return found
+
+
 def family_mutants() -> list[Mutant]:
     """The mistakes the recurrent mixers' kernels invite, each against the real component it would corrupt."""
 
@@ -198,6 +224,17 @@ def family_mutants() -> list[Mutant]:
                moved(ShortConvolution, "no write-back", state_output=_window_without_write_back()),
                "written_states_land", "state_output written",
                "state_output read right off the cache, but an assignment swapped in where it is read, for C * conv"),
+        mutant("recurrent_gemma", "states one token early", RecurrentGemmaRecurrentBlock, LruStatesOneTokenEarly,
+               "states_follow_the_rule", STATE_RULE, "each token served the state its update starts from, the one before its own write"),
+        mutant("recurrent_gemma", "decays as the gate, not its log", RecurrentGemmaRecurrentBlock,
+               moved(RealGatedLRU, "a, not log a", decays=_lru_at("{lru}.source.recurrent_gate_1.output")),
+               "gates_in_range", "above 0", "decays read at exp(log_recurrent_gate), the factor the state is multiplied by, one exponent too far"),
+        mutant("recurrent_gemma", "values before the normalization", RecurrentGemmaRecurrentBlock,
+               moved(RealGatedLRU, "i * x", attention_values=_lru_at("{lru}.source.gated_inputs_0.output")),
+               "states_follow_the_rule", STATE_RULE, "the write read at i * x, before the sqrt(1 - a^2) normalization the scan receives it with"),
+        mutant("recurrent_gemma", "head outputs after the gate", RecurrentGemmaRecurrentBlock,
+               moved(RealGatedLRU, "y * gelu(linear_y(x))", attention_head_outputs=_lru_at("source.hidden_states_0.output")),
+               "head_outputs_read_the_states", READ_RULE, "y read after the GeLU branch multiplies it, one operation after the recurrence's output"),
     ]
 
 

@@ -26,14 +26,6 @@ INKLING2_BLOCK_RESIDUALS = (
     "mlp_output is not layer_output; its convs are plain residual ones after each sublayer, not LFM2's gated "
     "mixer: serving it needs the block-state mixing as terms of the block's sum"
 )
-RG_LRU = (
-    "RecurrentGemma keeps its RG-LRU and conv states on the modules (rg_lru.recurrent_states, conv1d_state), not in a "
-    "cache: its output carries no cache, a call without one resets them (_setup_cache) and builds a cache it drops, a "
-    "call given one continues whatever the modules hold from the last call, and a call of several tokens restarts its "
-    "conv window from zeros; so the kit's continuation checks, which hand the first call's output.cache to the next, have "
-    "nothing to hand on. Serving it needs the kit to continue a stateful model by handing it a cache of the caller's "
-    "making (for its attention blocks' keys and values) while the modules keep the recurrent state"
-)
 WKV = (
     "RWKV's wkv keeps per channel a numerator, a denominator and a running max that stabilizes both (the stored two are "
     "scaled by exp(-max)) and reads their ratio, o = (e1 * num + e2 * v) / (e1 * den + e2): no one state read by a query, "
@@ -76,7 +68,6 @@ KINDS = {
     ZAMBA: ("zamba",),
     INKLING_CONV: ("inkling_text",),
     INKLING2_BLOCK_RESIDUALS: ("inkling2_text",),
-    RG_LRU: ("recurrent_gemma",),
     WKV: ("rwkv",),
     MLSTM: ("xlstm",),
     QSA: ("qwen4_exp", "qwen4_exp_text"),
@@ -93,7 +84,7 @@ VISION_NOT_YET = (
 )
 
 #: the reasons that are about a recurrent or hybrid mixer: the report's recurrent section lists their types
-RECURRENT_KINDS = (ZAMBA, INKLING_CONV, INKLING2_BLOCK_RESIDUALS, LOOPED_SHORT_CONV, RG_LRU, WKV, MLSTM, QSA)
+RECURRENT_KINDS = (ZAMBA, INKLING_CONV, INKLING2_BLOCK_RESIDUALS, LOOPED_SHORT_CONV, WKV, MLSTM, QSA)
 
 #: types whose own structure keeps a standard value from meaning one thing, each with what is in the way
 STRUCTURE = {

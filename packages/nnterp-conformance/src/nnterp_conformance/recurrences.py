@@ -9,6 +9,8 @@ lays them out) and compare. Every tensor here is one token's, the sequence axis 
   values and betas ``[batch, channels]``, decays ``[batch, channels, state_dim]``.
 - ``"ssd"`` (Mamba-2): state ``[batch, heads, state_dim, head_dim]``, queries and keys ``[batch, groups, state_dim]``,
   values ``[batch, heads, head_dim]``, decays and betas ``[batch, heads]``.
+- ``"rg_lru"`` (RecurrentGemma's RG-LRU): state, values (the gated, normalized input) and decays ``[batch, channels]``;
+  no keys, queries or betas.
 - ``"lightning"`` (MiniMax's lightning attention): state ``[batch, heads, key_dim, value_dim]``, queries and keys
   ``[batch, heads, key_dim]``, values ``[batch, heads, value_dim]``, decays ``[batch, heads]``; no betas.
 - ``"gated_delta"`` (DeltaNet, Kimi delta attention): state ``[batch, heads, key_dim, value_dim]``, queries and keys
@@ -41,6 +43,10 @@ class Recurrence:
     decays: bool = True
     #: whether a token's write has a strength (``betas``); where it has none, ``step`` is given None for it
     betas: bool = True
+    #: whether a token writes through a key and its output reads through a query; where not (RG-LRU's diagonal
+    #: recurrence, whose output is its state), ``step`` and ``read`` are given None for them
+    keys: bool = True
+    queries: bool = True
 
 
 def _per_head(shared: Tensor, heads: int) -> Tensor:
@@ -122,10 +128,21 @@ def _window_read(mixer: Any, state: Tensor, queries: Tensor, values: Tensor) -> 
     return queries * (convolved if bias is None else convolved + bias.float())
 
 
+def _lru_step(mixer: Any, state: Tensor, keys: None, values: Tensor, decays: Tensor, betas: None) -> Tensor:
+    # h = a * h + x, per channel: x already gated and normalized, a = exp(decays)
+    return decays.exp() * state + values
+
+
+def _lru_read(mixer: Any, state: Tensor, queries: None, values: Tensor) -> Tensor:
+    # y = h: the recurrence's output is its state
+    return state
+
+
 RECURRENCES: dict[str, Recurrence] = {
     "selective_scan": Recurrence(_scan_step, _scan_read, "h = exp(decays) * h + betas * B x", "y = C . h + D * x"),
     "ssd": Recurrence(_ssd_step, _ssd_read, "h = exp(decays) * h + betas * B x^T", "y = C h + D * x"),
     "gated_delta": Recurrence(_delta_step, _delta_read, "S = exp(decays) S + k betas (v - k^T exp(decays) S)", "o = q S / sqrt(key_dim)"),
+    "rg_lru": Recurrence(_lru_step, _lru_read, "h = exp(decays) * h + x", "y = h", betas=False, keys=False, queries=False),
     "lightning": Recurrence(_lightning_step, _lightning_read, "S = exp(decays) S + k^T v", "o = q S", betas=False),
     "short_conv": Recurrence(_window_step, _window_read, "window = [window[1:], B * x]", "y = C * (conv_weights . window + conv_bias)", decays=False, betas=False),
 }

@@ -21,6 +21,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'qwen3_5_moe_text',
         'qwen3_5_text',
         'qwen3_next',
+        'recurrent_gemma',
         'zamba2',
     ),
     'nnterp-text': (

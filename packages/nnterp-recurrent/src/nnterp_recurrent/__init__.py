@@ -11,6 +11,7 @@ from .calls import per_call as per_call
 from .calls import pinned as pinned
 from .components import LightningAttention as LightningAttention
 from .components import LinearAttention as LinearAttention
+from .components import RealGatedLRU as RealGatedLRU
 from .components import blocks_per_token as blocks_per_token
 from .components import RecurrentMixer as RecurrentMixer
 from .components import SelectiveScan as SelectiveScan

@@ -23,6 +23,7 @@ CATALOG = Catalog(
         'qwen3_5_moe_text': 'nnterp_recurrent.families.qwen3_5_moe_text',
         'qwen3_5_text': 'nnterp_recurrent.families.qwen3_5_text',
         'qwen3_next': 'nnterp_recurrent.families.qwen3_next',
+        'recurrent_gemma': 'nnterp_recurrent.families.recurrent_gemma',
         'zamba2': 'nnterp_recurrent.families.zamba2',
     },
     model_types={
@@ -45,6 +46,7 @@ CATALOG = Catalog(
         'qwen3_5_moe_text': 'qwen3_5_moe_text',
         'qwen3_5_text': 'qwen3_5_text',
         'qwen3_next': 'qwen3_next',
+        'recurrent_gemma': 'recurrent_gemma',
         'zamba2': 'zamba2',
     },
     model_classes={
@@ -86,6 +88,8 @@ CATALOG = Catalog(
         'Qwen3_5MoeForCausalLM': 'qwen3_5_moe_text',
         'Qwen3_5MoeTextModel': 'qwen3_5_moe_text',
         'Qwen3_5TextModel': 'qwen3_5_text',
+        'RecurrentGemmaForCausalLM': 'recurrent_gemma',
+        'RecurrentGemmaModel': 'recurrent_gemma',
         'Zamba2ForCausalLM': 'zamba2',
         'Zamba2Model': 'zamba2',
     },
@@ -112,6 +116,7 @@ CATALOG = Catalog(
         'qwen3_5_moe_text': ('qwen3_5_moe_text', 'qwen3_5_moe_text'),
         'qwen3_5_text': ('qwen3_5_text', 'qwen3_5_text'),
         'qwen3_next': ('qwen3_next', 'qwen3_next'),
+        'recurrent_gemma': ('recurrent_gemma', 'recurrent_gemma'),
         'zamba2': ('zamba2', 'zamba2'),
     },
 )

@@ -90,6 +90,13 @@ def states_follow_the_scan(model: Any, case: Case) -> str:
     return str(gaps)
 
 
+def _handed(model: Any, layer: int) -> Any:
+    """The cache a call continuing a prompt is handed from the start (``new_cache()``: a model that keeps its state on
+    its modules and returns no cache, RecurrentGemma), or None where the prompt's call returns the one it keeps."""
+    new_cache = getattr(model.layers[layer].linear_attn, "new_cache", None)
+    return None if new_cache is None else new_cache()
+
+
 def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The prompt in two calls, the second over the first's cache: the second call's states and head outputs.
 
@@ -102,10 +109,12 @@ def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -
     """
     whole = getattr(type(model.layers[layer].linear_attn), "PROMPT_TAKES_STATE", True)
     pieces = [ids[cut:]] if whole else [[token] for token in ids[cut:]]
-    with torch.no_grad(), model.trace(torch.tensor([ids[:cut]]), use_cache=True):
+    cache = _handed(model, layer)
+    with torch.no_grad(), model.trace(torch.tensor([ids[:cut]]), use_cache=True, **({} if cache is None else {"cache": cache})):
         if edit is not None:
             edit(model.layers[layer].linear_attn)
-        cache = model.output.cache.save()
+        if cache is None:
+            cache = model.output.cache.save()
     states, heads = [], []
     for piece in pieces:
         with torch.no_grad(), model.trace(torch.tensor([piece]), use_cache=True, cache=cache):
@@ -185,14 +194,16 @@ def written_states_land(model: Any, case: Case) -> str:
     contributes = model.layers[layer].linear_attn.support().get("attention_output") is None
 
     def prompt(write: Any = None) -> tuple[Any, torch.Tensor, Any]:
-        with torch.no_grad(), model.trace(first, use_cache=True):
+        cache = _handed(model, layer)
+        with torch.no_grad(), model.trace(first, use_cache=True, **({} if cache is None else {"cache": cache})):
             mixer = model.layers[layer].linear_attn
             left = mixer.state_output.detach().clone().save()
             if write is not None:
                 mixer.state_output = write
             returned = mixer.attention_output if contributes else mixer.output
             output = (returned[0] if isinstance(returned, tuple) else returned).detach().clone().save()
-            cache = model.output.cache.save()
+            if cache is None:
+                cache = model.output.cache.save()
         return left, output, cache
 
     def decode(cache: Any, write: Any = None) -> tuple[torch.Tensor, torch.Tensor]:

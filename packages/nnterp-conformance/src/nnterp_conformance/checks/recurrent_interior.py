@@ -48,9 +48,11 @@ def _ruled(model: Any, names: tuple[str, ...]) -> list[int]:
 
 def _needed(mixer: Any, names: tuple[str, ...]) -> tuple[str, ...]:
     """``names`` less those the mixer's rule does not read: the betas of a rule whose tokens write at full strength,
-    the decays of one whose state never decays (a short convolution's window)."""
+    the decays of one whose state never decays (a short convolution's window), the keys and queries of one whose
+    output is its state (RG-LRU)."""
     rule = recurrence(mixer)
-    return tuple(name for name in names if (name != BETAS or rule.betas) and (name != DECAYS or rule.decays))
+    lacks = {BETAS: rule.betas, DECAYS: rule.decays, KEYS: rule.keys, QUERIES: rule.queries}
+    return tuple(name for name in names if lacks.get(name, True))
 
 
 def _runs(model: Any, case: Case) -> tuple[tuple[Prompt, str], ...]:
@@ -89,7 +91,7 @@ def states_follow_the_rule(model: Any, case: Case) -> str:
         for t in range(states.shape[1]):
             betas = found[BETAS][:, t] if rule.betas else None
             decays = found[DECAYS][:, t] if rule.decays else None
-            expected = rule.step(mixer, before, found[KEYS][:, t], found[VALUES][:, t], decays, betas)
+            expected = rule.step(mixer, before, found[KEYS][:, t] if rule.keys else None, found[VALUES][:, t], decays, betas)
             gaps.add(expect_close(f"{what}, token {t}: the state by {rule.writes} against states[:, {t}]", states[:, t], expected, dtype=dtype))
             before = states[:, t]
     return str(gaps)
@@ -103,6 +105,6 @@ def head_outputs_read_the_states(model: Any, case: Case) -> str:
         states, heads = found[STATES], found[HEADS]
         if heads.shape[1] != states.shape[1]:
             raise CheckFailure(f"{what}: {heads.shape[1]} head outputs for {states.shape[1]} states")
-        expected = torch.stack([rule.read(mixer, states[:, t], found[QUERIES][:, t], found[VALUES][:, t]) for t in range(states.shape[1])], dim=1)
+        expected = torch.stack([rule.read(mixer, states[:, t], found[QUERIES][:, t] if rule.queries else None, found[VALUES][:, t]) for t in range(states.shape[1])], dim=1)
         gaps.add(expect_close(f"{what}: {rule.reads} against attention_head_outputs", heads, expected, dtype=dtype))
     return str(gaps)

@@ -3,6 +3,7 @@
 from .lightning import LightningAttention as LightningAttention
 from .lightning import blocks_per_token as blocks_per_token
 from .linear_attention import LinearAttention as LinearAttention
+from .rg_lru import RealGatedLRU as RealGatedLRU
 from .mixer import RecurrentMixer as RecurrentMixer
 from .selective_scan import SelectiveScan as SelectiveScan
 from .short_convolution import ShortConvolution as ShortConvolution

@@ -256,8 +256,12 @@ class LightningAttention(RecurrentMixer):
         self._before_pin()
         held = Mediator.current(self.path).__dict__.setdefault("_nnterp_token_kernel", {})
         held[self.path] = self.kernel()
+        # a one-token continuing call (a decode step) is the next occurrence of the tokens' loop, whatever step this is
+        step = held[self.path] == self.RECURRENT_KERNEL and self._length() == 1
+        if step and t != 0:
+            raise IndexError(f"token {t} of a one-token call, which has one token (0)")
         try:
-            with pinned(self, t):
+            with pinned(self, None if step else t):
                 yield
         finally:
             held.pop(self.path, None)

@@ -62,6 +62,12 @@ class RecurrentMixer(Standard):
     #: ``"selective_scan"`` (Mamba-1), ``"ssd"`` (Mamba-2), ``"gated_delta"`` (DeltaNet); None where the kit knows none
     RULE: ClassVar[str | None] = None
 
+    def new_cache(self) -> Any:
+        """A cache a caller continuing a prompt hands the prompt's call, or None where the model returns the cache it
+        keeps (``output.cache``), as transformers' models do. A model that keeps its recurrent state on its modules and
+        returns no cache (RecurrentGemma) continues a call handed one of the caller's making."""
+        return None
+
     @property
     def skip_weights(self) -> Tensor | None:
         """``D``, what each token's value adds to its own output besides the state's read (``y = C . h + D * x``); None where there is none.
