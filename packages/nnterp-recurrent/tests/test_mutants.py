@@ -16,7 +16,7 @@ from transformers.models.minimax.modeling_minimax import MiniMaxLightningAttenti
 from transformers.models.recurrent_gemma.modeling_recurrent_gemma import RecurrentGemmaRecurrentBlock
 from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
 
-from nnterp_recurrent.components import LinearAttention, SelectiveScan, ShortConvolution, StateSpace
+from nnterp_recurrent.components import LightningAttention, LinearAttention, SelectiveScan, ShortConvolution, StateSpace
 from nnterp_recurrent.components.selective_scan import _tokens_first
 from nnterp_recurrent.components.lightning import needs_token_blocks
 from nnterp_recurrent.components.rg_lru import RealGatedLRU
@@ -191,6 +191,9 @@ def family_mutants() -> list[Mutant]:
         mutant("kimi_linear", "betas before the sigmoid", KimiLinearDeltaAttention,
                moved(KimiDeltaAttention, "betas at b_proj", betas=KimiDeltaAttention.betas.at("b_proj.output", select=None)),
                "states_follow_the_rule", STATE_RULE, "beta read at b_proj's output, before torch.sigmoid"),
+        mutant("minimax", "the lightning blocks' contribution without beta", MiniMaxLightningAttention,
+               moved(MiniMaxLightning, "the module's own output", attention_output=LightningAttention.attention_output.at()),
+               "mid_stream", "against layer_mid", "the lightning attention's own output, where the block adds it times linear_attn_beta_factor"),
         mutant("minimax", "states one token early", MiniMaxLightningAttention, LightningStatesOneTokenEarly,
                "states_follow_the_rule", STATE_RULE, "each token served the state its loop step starts from, the one before its own write"),
         mutant("minimax", "decays as the factor, not its log", MiniMaxLightningAttention, LightningDecaysAsFactors,
