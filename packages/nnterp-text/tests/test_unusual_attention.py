@@ -182,15 +182,31 @@ def test_gemma4_blocks_have_their_own_head_widths(tiny_model):
         assert queries.shape[-1] == width
 
 
-def test_gemma3n_blocks_pass_stacked_streams(tiny_model):
+def test_gemma3n_blocks_serve_altup_streams_batch_first(tiny_model):
     model = tiny_model("gemma3n_text")
-    for name in ("layer_input", "layer_output"):
-        with pytest.raises(Unavailable, match="AltUp"):
-            getattr(model.layers[0], name)
-    with pytest.raises(Unavailable, match="LAuReL"):
-        model.layers[0].self_attn.attention_output
-    stack, mid, mlp = _read(model, 0, "input", "layer_mid", "mlp.mlp_output")
-    assert stack.shape[0] == model._module.config.altup_num_inputs and stack.shape[1:] == mid.shape
+    block = model.layers[1]
     with torch.no_grad(), model.trace(PROMPTS):
-        handed = model.layers[0].source.attn_ffw_laurel_gated_0.output.clone().save()
-    torch.testing.assert_close(handed, mid + mlp, rtol=0, atol=0)
+        activated = block.source.attn_ffw_laurel_gated_0  # the forward's operations, instrumented before it runs
+        stack = block.input.clone().save()
+        streams = block.layer_input.clone().save()
+        active = block.attention_collapsed.clone().save()
+        activated = activated.output.clone().save()
+        innovation = block.innovation.clone().save()
+    # the model's [num_streams, batch, seq, hidden] stack, served [batch, seq, num_streams, hidden]
+    assert stack.shape[0] == block.num_streams == model._module.config.altup_num_inputs
+    torch.testing.assert_close(streams, stack.permute(1, 2, 0, 3), rtol=0, atol=0)
+    # the innovation is what the sublayers add to the active prediction, as AltUp computes it
+    torch.testing.assert_close(innovation, activated - active, rtol=0, atol=0)
+    # what the MLP reads between the sublayers is the active stream alone: there are no mid streams
+    with pytest.raises(Unavailable, match="only the active stream"):
+        block.layer_mid
+    assert block.contributions() == ()
+
+
+def test_gemma3n_stream_edits_reach_the_model_in_its_layout(tiny_model):
+    model = tiny_model("gemma3n_text")
+    with torch.no_grad(), model.trace(PROMPTS):
+        streams = model.layers[1].layer_input
+        streams[:, :, 2] = 0  # one stream, in the served layout
+        received = model.layers[1].input.clone().save()
+    assert torch.equal(received[2], torch.zeros_like(received[2])) and received[0].abs().sum() > 0

@@ -168,6 +168,9 @@ class EProperty(eproperty):
                 return gradient_through(original, view, factor(envoy))
             return view / factor(envoy)
 
+        if base is not None and "return" in getattr(base, "__annotations__", {}):
+            # the product keeps the value's layout, which a value declared and scaled in one class inherits from no base
+            read.__annotations__ = {"return": typing.get_type_hints(base)["return"]}
         moved._preprocess = read
         moved._transform = write_back
         moved._postprocess = lambda envoy, value: value / factor(envoy)

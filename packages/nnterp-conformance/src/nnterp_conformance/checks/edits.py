@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from .base import Case, CheckFailure, check, expect_close, get, require
+from .base import Case, CheckFailure, Skip, check, expect_close, get, require
 
 #: block values a researcher writes, in forward order
 WRITABLE = (
@@ -78,6 +78,11 @@ def edits_reach_the_model(model: Any, case: Case) -> str:
 def skip_hands_on_hidden(model: Any, case: Case) -> str:
     """layers[i].skip(hidden) hands hidden on as the block's layer_output."""
     blocks = [layer for layer in require(model, "layer_input") if layer + 1 < model.num_layers]
+    # a block whose skipping breaks a later one (it stores keys and values later blocks reuse) says why
+    breaks = {layer: why for layer in blocks if (why := (getattr(model.layers[layer], "skip_breaks", None) or (lambda: None))())}
+    if breaks and len(breaks) == len(blocks):
+        raise Skip(f"skipping any block breaks a later one: {'; '.join(sorted(set(breaks.values())))}")
+    blocks = [layer for layer in blocks if layer not in breaks]
     if not blocks:
         raise CheckFailure("no block with a next block to receive the replacement")
     layer = case.pick(blocks)

@@ -174,6 +174,11 @@ class Layer(Standard):
         """
         super().skip((hidden, None) if self.returns_a_tuple() else hidden)
 
+    def skip_breaks(self) -> str | None:
+        """Why skipping this block breaks a later one (a later block reuses keys and values its attention stores), or
+        None: the kit's ``skip_hands_on_hidden`` skips another block instead."""
+        return None
+
     def read_beside_the_stream(self) -> str | None:
         """Why later blocks read this block's input by another way than the stream (a state it hands on, the embeddings
         every block takes), or None.

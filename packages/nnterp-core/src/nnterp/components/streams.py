@@ -22,7 +22,7 @@ around the attention (``layer_input`` to ``layer_mid``) and again around the MLP
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from torch import Tensor
 
@@ -192,6 +192,29 @@ class StreamLayer(Layer, StreamValues):
 
     #: why the streams carried past a sublayer are not mixed (the mixing is the identity), or None where they are
     UNMIXED: ClassVar[str | None] = None
+
+    #: the block's steps in stream terms, each the value names (listed in the forward's order) of ``after[k] == spread[k] * output + sum_j mixing[j, k]
+    #: * before[j]`` (the kit's ``streams_follow_from_mixing``) and of ``collapsed == sum_j collapse[j] * before[j]``,
+    #: ``norm`` the module called with ``collapsed``. A step may add a term besides (``added``: a ``Residual`` value)
+    #: to the streams ``streams_added_to`` names, and may say its output is a sum of named terms (``terms``, read on
+    #: the stream it runs on) with, where it has one, the stream between them (``mid``, the first ``mid_terms``' sum
+    #: added to ``collapsed``). A hyper-connection block has one step per sublayer; AltUp (Gemma 3n) one per block
+    STREAM_STEPS: ClassVar[dict[str, dict[str, Any]]] = {
+        "self_attn": {
+            "before": "layer_input", "collapse": "attention_collapse_weights", "mixing": "attention_stream_mixing",
+            "spread": "attention_spread_weights", "collapsed": "attention_collapsed", "norm": "input_layernorm",
+            "output": "self_attn.attention_output", "after": "layer_mid",
+        },
+        "mlp": {
+            "before": "layer_mid", "collapse": "mlp_collapse_weights", "mixing": "mlp_stream_mixing",
+            "spread": "mlp_spread_weights", "collapsed": "mlp_collapsed", "norm": "post_attention_layernorm",
+            "output": "mlp.mlp_output", "after": "layer_output",
+        },
+    }
+
+    def streams_added_to(self, name: str) -> tuple[int, ...]:
+        """The streams a step's ``added`` term ``name`` is added to, after the spread and the mixing: none here."""
+        return ()
 
     @property
     def num_streams(self) -> int:
