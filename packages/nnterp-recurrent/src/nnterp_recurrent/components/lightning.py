@@ -5,17 +5,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator
 
-import torch
 from greenlet import getcurrent
 from nnterp import DerivedEProperty, EProperty
 from torch import Tensor
 
-from nnsight.intervention.interleaver import Mediator
-
-from ..calls import pinned
 from ..layouts import Gates, LinearHeadOutputs, LinearQK, LinearV, State, States
-from .mixer import RecurrentMixer
-from .selective_scan import _held, _mediator
+from .mixer import RecurrentMixer, TokenPinnedMixer
 
 #: the block size a mixer was built with, kept on the module while blocks_per_token has it at 1
 BUILT = "_nnterp_block_size"
@@ -47,7 +42,7 @@ def _op(name: str) -> Any:
     return key
 
 
-class LightningAttention(RecurrentMixer):
+class LightningAttention(TokenPinnedMixer):
     """MiniMax's lightning attention: linear attention whose state decays by a fixed rate per head.
 
     Each head keeps a ``head_dim`` by ``head_dim`` state ``S``; per token::
@@ -245,36 +240,10 @@ class LightningAttention(RecurrentMixer):
 
     # -- the state after each token ------------------------------------------------------
 
-    def kernel(self) -> str:
-        """The loop that runs on this call; under a token pin, the one recorded before pinning."""
-        held = _held(self)
-        return held if held is not None else super().kernel()
+    def _state_at(self, kernel: str) -> str:
+        return f"source.{self.TOKEN_STATE if kernel == self.RECURRENT_KERNEL else self.BLOCK_STATE}.output"
 
-    @contextmanager
-    def _at_token(self, t: int) -> Iterator[None]:
-        # A token pin is not a call pin: record this call's loop first, so nothing under the pin asks for call t.
-        self._before_pin()
-        held = Mediator.current(self.path).__dict__.setdefault("_nnterp_token_kernel", {})
-        held[self.path] = self.kernel()
-        # a one-token continuing call (a decode step) is the next occurrence of the tokens' loop, whatever step this is
-        step = held[self.path] == self.RECURRENT_KERNEL and self._length() == 1
-        if step and t != 0:
-            raise IndexError(f"token {t} of a one-token call, which has one token (0)")
-        try:
-            with pinned(self, None if step else t):
-                yield
-        finally:
-            held.pop(self.path, None)
-
-    def _state_key(self) -> str:
-        loop = _held(self)
-        if loop is None:
-            mediator = _mediator()
-            # pinned by the user's tracer.iter: a walk over the prompt's loop, one block a token
-            loop = self.CHUNK_KERNEL if mediator is not None and mediator.iteration else self.kernel()
-        return f"source.{self.TOKEN_STATE if loop == self.RECURRENT_KERNEL else self.BLOCK_STATE}.output"
-
-    @EProperty(_state_key, "The state after a token, one occurrence per token", unavailable=needs_token_blocks)
+    @EProperty(TokenPinnedMixer._state_key, "The state after a token, one occurrence per token", unavailable=needs_token_blocks)
     def state(self, value: Tensor) -> State:
         """The state after a token, ``[batch, heads, head_dim, head_dim]``: one occurrence per token of the loop.
 
@@ -289,20 +258,7 @@ class LightningAttention(RecurrentMixer):
 
     def _states(self) -> States:
         """The state after every token of this call, ``[batch, seq, heads, head_dim, head_dim]``: each loop's own."""
-        return torch.stack([self.state_after(t).clone() for t in range(self._length())], dim=1)
-
-    def state_after(self, t: int) -> Tensor:
-        """The state after token ``t`` of this call, ``[batch, heads, head_dim, head_dim]``."""
-        with self._at_token(t):
-            return self.state
-
-    def set_state_after(self, t: int, value: Tensor) -> None:
-        """Assign the state after token ``t``: the tokens after it continue from ``value``.
-
-        A write inside the loop: read positions before ``t`` before it, and after it afterwards (``states`` only before).
-        """
-        with self._at_token(t):
-            self.state = value
+        return self._token_states()
 
     states = DerivedEProperty(
         _states,

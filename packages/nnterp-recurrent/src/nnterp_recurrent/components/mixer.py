@@ -229,6 +229,116 @@ class RecurrentMixer(Standard):
         state._locate(self)
 
 
+class TokenPinnedMixer(RecurrentMixer):
+    """A recurrent mixer whose state after token ``t`` is the ``t``-th occurrence of the binding its loop keeps it in.
+
+    The mechanism Mamba-1's scan (``SelectiveScan``), MiniMax's lightning
+    attention (``LightningAttention``) and the RG-LRU (``RealGatedLRU``) share:
+    a prompt runs a loop that binds the state after each token
+    (``CHUNK_KERNEL``), a one-token call may instead run a single update that
+    binds its new state once (``RECURRENT_KERNEL``), and ``state`` is read at
+    the binding of the kernel this read is of. A subclass names only what
+    differs: its kernels, where each binds the state (``_state_at``), and what
+    a call of the single update is called (``ONE_UPDATE``).
+
+    A token pin is not a call pin: pinned to occurrence ``t``, a read of the
+    call's arguments would wait for call ``t``. So ``_at_token(t)`` records
+    this call's kernel on the worker's mediator before it pins, and
+    ``kernel()`` returns the record while the pin holds. A one-token update
+    (``_one_update``) is the next occurrence of its binding, whatever call this
+    is, so it is read unpinned, and only its token 0 exists. A read pinned by
+    the user's own ``tracer.iter`` walks the prompt's loop.
+    """
+
+    #: what a call that runs the single update is called, in the error for a token of it other than 0
+    ONE_UPDATE: ClassVar[str] = "a one-token call"
+
+    def kernel(self) -> str:
+        """The kernel call (or loop, or update) that fires on this call of the mixer; under a token pin, the one recorded before pinning."""
+        held = _held(self)
+        return held if held is not None else super().kernel()
+
+    def _one_update(self) -> bool:
+        """Whether this call's state after its one token is the single update's (``RECURRENT_KERNEL`` on one token).
+
+        Mamba-1's and the RG-LRU's update only ever runs on one token; the
+        lightning tokens' loop also runs a continuing call of several, which is
+        walked pinned as a prompt's loop is.
+        """
+        return self.kernel() == self.RECURRENT_KERNEL and self._length() == 1
+
+    @contextmanager
+    def _at_token(self, t: int) -> Iterator[None]:
+        """Within it, this worker's next read is of token ``t`` of this call, with the call's kernel held."""
+        # A token pin is not a call pin: record this call's kernel first, so nothing under the pin asks for call t.
+        self._before_pin()
+        held = Mediator.current(self.path).__dict__.setdefault(TOKEN_KERNEL, {})
+        held[self.path] = self.kernel()
+        one_update = self._one_update()
+        if one_update and t != 0:
+            raise IndexError(f"token {t} of {self.ONE_UPDATE}, which has one token (0)")
+        try:
+            # a one-token update is the next occurrence of its binding, whatever call this is
+            with pinned(self, None if one_update else t):
+                yield
+        finally:
+            held.pop(self.path, None)
+
+    def _state_key(self) -> str:
+        """Where ``state`` is read: the binding ``_state_at`` names for the kernel this read is of."""
+        kernel = _held(self)
+        if kernel is None:
+            mediator = _mediator()
+            # pinned by the user's tracer.iter: a walk over the prompt's loop, which is where the states are bound
+            kernel = self.CHUNK_KERNEL if mediator is not None and mediator.iteration else self.kernel()
+        return self._state_at(kernel)
+
+    def _state_at(self, kernel: str) -> str:
+        """The location of the state after a token under ``kernel`` (``CHUNK_KERNEL`` or ``RECURRENT_KERNEL``)."""
+        raise NotImplementedError(f"{type(self).__name__} names where its state is bound (_state_at)")
+
+    def state_after(self, t: int) -> Tensor:
+        """The state after token ``t`` of this call, laid out as ``state`` is.
+
+        ``[batch, channels, state_dim]`` on Mamba-1's scan, ``[batch, heads,
+        head_dim, head_dim]`` on lightning attention, ``[batch, channels]`` on
+        the RG-LRU.
+        """
+        with self._at_token(t):
+            return self.state
+
+    def set_state_after(self, t: int, value: Tensor) -> None:
+        """Assign the state after token ``t``: the tokens after it continue from ``value``.
+
+        A write inside the loop: read positions before ``t`` before it, and
+        after it afterwards (``states`` only before).
+        """
+        with self._at_token(t):
+            self.state = value
+
+    def _token_states(self) -> Tensor:
+        """``state_after(t)`` for every token of this call, stacked on a sequence axis after the batch's."""
+        return torch.stack([self.state_after(t).clone() for t in range(self._length())], dim=1)
+
+
+#: on a worker's mediator: the kernel each mixer's call recorded before a token pin, by the mixer's path
+TOKEN_KERNEL = "_nnterp_token_kernel"
+
+
+def _held(envoy: Any) -> str | None:
+    """The kernel recorded for a read pinned to a token of this call, or None outside such a read."""
+    mediator = _mediator()
+    if mediator is None:
+        return None
+    return mediator.__dict__.get(TOKEN_KERNEL, {}).get(envoy.path)
+
+
+def _mediator() -> Any:
+    """The running worker's mediator, or None outside a run."""
+    found = getattr(getcurrent(), "mediator", None)
+    return None if found is None else found()
+
+
 def _pure(function: Any) -> Any:
     """The pure-torch function behind a kernel dispatcher (``functools.wraps`` keeps it as ``__wrapped__``)."""
     while hasattr(function, "__wrapped__"):

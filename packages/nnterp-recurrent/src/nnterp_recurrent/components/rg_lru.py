@@ -6,15 +6,12 @@ from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator
 
 from jaxtyping import Float
-from nnsight.intervention.interleaver import Mediator
 from nnterp import DerivedEProperty, EProperty
 from nnterp.layouts import BATCH, SEQ, declare
 from torch import Tensor
 
 from ..layouts import CHANNELS, ScanValues
-from ..calls import pinned
-from .mixer import RecurrentMixer
-from .selective_scan import _held, _mediator
+from .mixer import RecurrentMixer, TokenPinnedMixer
 
 #: the recurrent state: one number per channel
 LruState = Float[Tensor, f"{BATCH} {CHANNELS}"]
@@ -35,7 +32,7 @@ def _op(path: str) -> Any:
     return key
 
 
-class RealGatedLRU(RecurrentMixer):
+class RealGatedLRU(TokenPinnedMixer):
     """RecurrentGemma's recurrent block: a short conv, then a real-gated linear recurrence per channel, gated by a GeLU branch.
 
     Per token and channel of the recurrence's width (``lru_width``)::
@@ -202,38 +199,12 @@ class RealGatedLRU(RecurrentMixer):
 
     # -- the state after each token ------------------------------------------------------
 
-    def kernel(self) -> str:
-        """The update that runs on this call; under a token pin, the one recorded before pinning."""
-        held = _held(self)
-        return held if held is not None else super().kernel()
-
-    @contextmanager
-    def _at_token(self, t: int) -> Iterator[None]:
-        # A token pin is not a call pin: record this call's update first, so nothing under the pin asks for call t;
-        # a one-token call's state is the next occurrence of the scan's return, whatever call this is
-        self._before_pin()
-        held = Mediator.current(self.path).__dict__.setdefault("_nnterp_token_kernel", {})
-        held[self.path] = self.kernel()
-        step = held[self.path] == self.RECURRENT_KERNEL
-        if step and t != 0:
-            raise IndexError(f"token {t} of a one-token call, which has one token (0)")
-        try:
-            with pinned(self, None if step else t):
-                yield
-        finally:
-            held.pop(self.path, None)
-
-    def _state_key(self) -> str:
-        update = _held(self)
-        if update is None:
-            mediator = _mediator()
-            # pinned by the user's tracer.iter: a walk over a prompt's loop, which is where the states are
-            update = self.CHUNK_KERNEL if mediator is not None and mediator.iteration else self.kernel()
-        if update == self.RECURRENT_KERNEL:
+    def _state_at(self, kernel: str) -> str:
+        if kernel == self.RECURRENT_KERNEL:
             return f"{self.LRU}.source.{self.SCAN}.output"
         return f"{self.LRU}.source.{self.SCAN}.source.{self.STATE_OP}.output"
 
-    @EProperty(_state_key, "The state after a token, one occurrence per token")
+    @EProperty(TokenPinnedMixer._state_key, "The state after a token, one occurrence per token")
     def state(self, value: Any) -> LruState:
         """The state after a token, ``[batch, channels]``, float32: one occurrence per token of the scan's loop.
 
@@ -249,19 +220,6 @@ class RealGatedLRU(RecurrentMixer):
         if self.kernel() == self.RECURRENT_KERNEL:
             return _SCAN_OUTPUT.__get__(self)[0], value
         return value
-
-    def state_after(self, t: int) -> Tensor:
-        """The state after token ``t`` of this call, ``[batch, channels]``."""
-        with self._at_token(t):
-            return self.state
-
-    def set_state_after(self, t: int, value: Tensor) -> None:
-        """Assign the state after token ``t``: the later tokens continue from ``value``.
-
-        A write inside the loop: read positions before ``t`` before it, and after it afterwards (``states`` only before).
-        """
-        with self._at_token(t):
-            self.state = value
 
     states = DerivedEProperty(
         RecurrentMixer._states,

@@ -6,17 +6,15 @@ import sys
 from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator
 
-import torch
 import torch.nn.functional as F
-from greenlet import getcurrent
 from nnsight.intervention.interleaver import Mediator
 from nnterp import DerivedEProperty, EProperty
 from torch import Tensor
 
-from ..calls import per_call, pinned
+from ..calls import per_call
 from ..layouts import ScanDecays, ScanQK, ScanState, ScanStates, ScanSteps, ScanValues
 from ..reasons import needs_torch_kernels
-from .mixer import RecurrentMixer
+from .mixer import RecurrentMixer, TokenPinnedMixer
 
 
 def needs_token_loop(envoy: Any) -> str | None:
@@ -33,7 +31,7 @@ def needs_token_loop(envoy: Any) -> str | None:
     return None
 
 
-class SelectiveScan(RecurrentMixer):
+class SelectiveScan(TokenPinnedMixer):
     """A Mamba-1 mixer (Mamba, Falcon-Mamba, Jamba's Mamba blocks): a selective state-space scan.
 
     Each channel of the inner width carries a state of ``state_dim`` numbers.
@@ -90,6 +88,7 @@ class SelectiveScan(RecurrentMixer):
     #: softplus: any positive step size
     BETA_RANGE: ClassVar[tuple[float, float]] = (0.0, float("inf"))
     RULE: ClassVar[str | None] = "selective_scan"
+    ONE_UPDATE: ClassVar[str] = "a decode step"
 
     @property
     def skip_weights(self) -> Tensor:
@@ -293,37 +292,11 @@ class SelectiveScan(RecurrentMixer):
 
     # -- the state after each token ----------------------------------------------------
 
-    def kernel(self) -> str:
-        """The kernel call that fires on this call of the mixer; under a token pin, the one recorded before pinning."""
-        held = _held(self)
-        return held if held is not None else super().kernel()
-
-    @contextmanager
-    def _at_token(self, t: int) -> Iterator[None]:
-        # A token pin is not a call pin: record this call's kernel first, so nothing under the pin asks for call t.
-        self._before_pin()
-        mediator = Mediator.current(self.path)
-        held = mediator.__dict__.setdefault("_nnterp_token_kernel", {})
-        held[self.path] = self.kernel()
-        if self.decoding() and t != 0:
-            raise IndexError(f"token {t} of a decode step, which has one token (0)")
-        try:
-            # a decode step's one update is the next occurrence of its location, whatever step this is
-            with pinned(self, None if self.decoding() else t):
-                yield
-        finally:
-            held.pop(self.path, None)
-
-    def _state_key(self) -> str:
-        kernel = _held(self)
-        if kernel is None:
-            mediator = _mediator()
-            # pinned by the user's tracer.iter: a walk over the prompt's token loop, which is where the state lives
-            kernel = self.CHUNK_KERNEL if mediator is not None and mediator.iteration else self.kernel()
+    def _state_at(self, kernel: str) -> str:
         op = self.STEP_STATE_OP if kernel == self.RECURRENT_KERNEL else self.STATE_OP
         return f"source.{kernel}.source.{self.KERNEL_BODY}.source.{op}.output"
 
-    @EProperty(_state_key, "The state after a token of this call, one occurrence per token", unavailable=needs_token_loop)
+    @EProperty(TokenPinnedMixer._state_key, "The state after a token of this call, one occurrence per token", unavailable=needs_token_loop)
     def state(self, value: Tensor) -> ScanState:
         """The state after a token, ``[batch, channels, state_dim]``: one occurrence per token of the scan's loop.
 
@@ -336,24 +309,9 @@ class SelectiveScan(RecurrentMixer):
         """
         return value
 
-    def state_after(self, t: int) -> Tensor:
-        """The state after token ``t`` of this call, ``[batch, channels, state_dim]``."""
-        with self._at_token(t):
-            return self.state
-
-    def set_state_after(self, t: int, value: Tensor) -> None:
-        """Assign the state after token ``t``: the tokens after it continue from ``value``.
-
-        A write inside the scan's loop: read positions before ``t`` before it,
-        and after it afterwards (``states`` only before).
-        """
-        with self._at_token(t):
-            self.state = value
-
     def _scan_states(self) -> ScanStates:
         """The state after every token of this call, ``[batch, seq, channels, state_dim]``; one token on a decode step."""
-        found = [self.state_after(t).clone() for t in range(1 if self.decoding() else self._length())]
-        return torch.stack(found, dim=1)
+        return self._token_states()
 
     states = DerivedEProperty(
         _scan_states,
@@ -376,17 +334,3 @@ def _kernel_layout(envoy: SelectiveScan, value: Tensor, vector: bool = False) ->
     if vector:
         value = value.squeeze(2)
     return value[:, 0] if envoy.decoding() else value.transpose(1, 2)
-
-
-def _held(envoy: SelectiveScan) -> str | None:
-    """The kernel recorded for a read pinned to a token of this call, or None outside such a read."""
-    mediator = _mediator()
-    if mediator is None:
-        return None
-    return mediator.__dict__.get("_nnterp_token_kernel", {}).get(envoy.path)
-
-
-def _mediator() -> Any:
-    """The running worker's mediator, or None outside a run."""
-    found = getattr(getcurrent(), "mediator", None)
-    return None if found is None else found()

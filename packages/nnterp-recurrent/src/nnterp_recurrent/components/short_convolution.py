@@ -266,22 +266,28 @@ for _value in (
     _value.postprocess(lambda envoy, value: _tokens_first(value))
 
 
-@ShortConvolution.state_input.postprocess
-def _state_input_back(envoy: ShortConvolution, value: Tensor) -> Tensor:
+def _into_live_window(envoy: ShortConvolution, value: Tensor, missing: str) -> Tensor:
+    """Copy an assigned window (served tokens first) into the cache's own buffer and return the buffer; raise ``missing`` where the call has none.
+
+    The conv reads that buffer and the decode update writes into it, so an assignment keeps it that one tensor.
+    """
     live = envoy._live_window()
     if live is None:
-        raise ValueError("this call starts from no window (a fresh prompt, or no cache): there is no state_input to write")
-    # the conv reads the cache's own buffer (the decode update writes into it): keep it that one
+        raise ValueError(missing)
     live.copy_(_tokens_first(value).to(live.dtype))
     return live
 
 
+@ShortConvolution.state_input.postprocess
+def _state_input_back(envoy: ShortConvolution, value: Tensor) -> Tensor:
+    return _into_live_window(
+        envoy, value, "this call starts from no window (a fresh prompt, or no cache): there is no state_input to write"
+    )
+
+
 @ShortConvolution.state_output.postprocess
 def _state_output_back(envoy: ShortConvolution, value: Tensor) -> Tensor:
-    live = envoy._live_window()
-    if live is None:
-        raise ValueError("this call keeps no cache (use_cache=False): there is no state_output to write")
-    live.copy_(_tokens_first(value).to(live.dtype))
+    _into_live_window(envoy, value, "this call keeps no cache (use_cache=False): there is no state_output to write")
     return _GATED.__get__(envoy)
 
 
