@@ -88,41 +88,9 @@ def _averaged(envoy: Any) -> float:
     return AVERAGED
 
 
-class AltUpLayer(StreamLayer):
-    """Gemma 3n's block: one AltUp step (predict, the sandwich sublayers and LAuReL on the active stream, correct) and a
-    per-layer input added to every stream but the first."""
-
-    STREAM_STEPS = {
-        "altup": {
-            "before": "layer_input",
-            "mixing": "attention_stream_mixing",
-            "collapse": "attention_collapse_weights",
-            "collapsed": "attention_collapsed",
-            "norm": "input_layernorm",
-            "mid": "mlp_collapsed",
-            "output": "innovation",
-            "spread": "innovation_spread_weights",
-            "added": "per_layer_input_output",
-            "after": "layer_output",
-            "terms": ("layer_input_rescaling", "self_attn.attention_output", "laurel_output", "mlp.mlp_output"),
-            "mid_terms": ("layer_input_rescaling", "self_attn.attention_output", "laurel_output"),
-        },
-    }
-    norm_readers = {"attention_norm_output": "self_attn.input", "mlp_norm_output": "mlp.input"}
-
-    @property
-    def num_streams(self) -> int:
-        """The residual streams this block carries per token (the config's ``altup_num_inputs``)."""
-        return int(self._module.config.altup_num_inputs)
-
-    @property
-    def active_stream(self) -> int:
-        """The stream the sublayers run on (the config's ``altup_active_idx``)."""
-        return int(self._module.config.altup_active_idx)
-
-    def streams_added_to(self, name: str) -> tuple[int, ...]:
-        """The per-layer input's term goes to streams ``1..num_streams-1``: the block adds it to ``corrected[1:]``."""
-        return tuple(range(1, self.num_streams)) if name == "per_layer_input_output" else ()
+class AltUpValues:
+    """The values of Gemma 3n's block, declared in the order its forward serves them (as ``StreamValues`` does for
+    ``StreamLayer``): the streams, AltUp's prediction, the active stream's terms, the correction, the per-layer term."""
 
     @EProperty("input", "The residual streams entering this block")
     def layer_input(self, value: Tensor) -> Streams:
@@ -195,14 +163,13 @@ class AltUpLayer(StreamLayer):
         """
         return value
 
-    attention_norm_output = Layer.attention_norm_output.at()
-
     def _input_rescaling(self) -> Tensor:
         """What averaging the active prediction changes in it, ``[batch, seq, hidden_size]``: ``(1 / sqrt(2) - 1) *
         attention_collapsed``, a term of ``innovation``. Derived from ``attention_collapsed``: read-only."""
         return (AVERAGED - 1) * self.attention_collapsed
 
     layer_input_rescaling = Layer.layer_input_rescaling.derived(_input_rescaling)
+    attention_norm_output = Layer.attention_norm_output.at()
 
     @EProperty("laurel.output", "What the LAuReL branch adds to the active stream")
     def laurel_output(self, value: Tensor) -> Residual:
@@ -220,12 +187,6 @@ class AltUpLayer(StreamLayer):
     laurel_output = laurel_output.scaled(_averaged)
 
     layer_mid = unavailable(NO_MID_STREAMS)
-    layer_mid_rescaling = Layer.layer_mid_rescaling.at()
-    layer_output_rescaling = Layer.layer_output_rescaling.at()
-    attention_spread_weights = unavailable(NOT_SPREAD_APART)
-    mlp_collapse_weights = unavailable(ACTIVE_ONLY)
-    mlp_stream_mixing = unavailable(ONE_STEP)
-    mlp_spread_weights = unavailable(NOT_SPREAD_APART)
 
     @EProperty("pre_feedforward_layernorm.input", "The one stream the MLP reads, before its pre-norm", assign_in_place=True)
     def mlp_collapsed(self, value: Tensor) -> Residual:
@@ -292,6 +253,52 @@ class AltUpLayer(StreamLayer):
     def layer_output(self, value: Tensor) -> Tensor:
         return _streams_first(value)
 
+
+class AltUpLayer(StreamLayer, AltUpValues):
+    """Gemma 3n's block: one AltUp step (predict, the sandwich sublayers and LAuReL on the active stream, correct) and a
+    per-layer input added to every stream but the first."""
+
+    STREAM_STEPS = {
+        "altup": {
+            "before": "layer_input",
+            "mixing": "attention_stream_mixing",
+            "collapse": "attention_collapse_weights",
+            "collapsed": "attention_collapsed",
+            "norm": "input_layernorm",
+            "mid": "mlp_collapsed",
+            "output": "innovation",
+            "spread": "innovation_spread_weights",
+            "added": "per_layer_input_output",
+            "after": "layer_output",
+            "terms": ("layer_input_rescaling", "self_attn.attention_output", "laurel_output", "mlp.mlp_output"),
+            "mid_terms": ("layer_input_rescaling", "self_attn.attention_output", "laurel_output"),
+        },
+    }
+    norm_readers = {"attention_norm_output": "self_attn.input", "mlp_norm_output": "mlp.input"}
+    #: the MLP's own values come just before the innovation AltUp computes from its output
+    AFTER_MLP = "innovation"
+
+    layer_mid_rescaling = Layer.layer_mid_rescaling.at()
+    layer_output_rescaling = Layer.layer_output_rescaling.at()
+    attention_spread_weights = unavailable(NOT_SPREAD_APART)
+    mlp_collapse_weights = unavailable(ACTIVE_ONLY)
+    mlp_stream_mixing = unavailable(ONE_STEP)
+    mlp_spread_weights = unavailable(NOT_SPREAD_APART)
+
+    @property
+    def num_streams(self) -> int:
+        """The residual streams this block carries per token (the config's ``altup_num_inputs``)."""
+        return int(self._module.config.altup_num_inputs)
+
+    @property
+    def active_stream(self) -> int:
+        """The stream the sublayers run on (the config's ``altup_active_idx``)."""
+        return int(self._module.config.altup_active_idx)
+
+    def streams_added_to(self, name: str) -> tuple[int, ...]:
+        """The per-layer input's term goes to streams ``1..num_streams-1``: the block adds it to ``corrected[1:]``."""
+        return tuple(range(1, self.num_streams)) if name == "per_layer_input_output" else ()
+
     def skip(self, hidden: Tensor) -> None:
         """Skip this block, handing ``hidden``, ``[batch, seq, num_streams, hidden_size]``, on as its streams."""
         super().skip(_streams_first(hidden))
@@ -306,6 +313,15 @@ class AltUpLayer(StreamLayer):
 
     def read_beside_the_stream(self) -> str | None:
         return KV_READ if self.stores_shared_keys() else None
+
+
+# AltUp's values on the block itself, over StreamLayer's: a read finds them first; their place in the block's order
+# stays the one AltUpValues gave them, and their layouts are inherited from the values they redefine
+for _name, _value in list(vars(AltUpValues).items()):
+    if isinstance(_value, EProperty):
+        _value.owner = AltUpLayer
+        setattr(AltUpLayer, _name, _value)
+del _name, _value
 
 
 class LaurelAttention(PostNormAttention):
