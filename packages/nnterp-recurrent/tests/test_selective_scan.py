@@ -138,3 +138,21 @@ def test_a_prompt_takes_no_starting_state(model):
     with pytest.raises(ValueError, match="starts from zeros"):
         with torch.no_grad(), model.trace(PROMPTS[0]):
             mixer.state_input = torch.zeros(1, mixer.channels, mixer.state_dim)
+
+
+def test_a_token_past_a_decode_steps_one_is_refused_and_releases_the_held_kernel(model):
+    from nnterp_recurrent.components.mixer import _held
+
+    mixer = model.layers[1].linear_attn
+    with torch.no_grad(), model.generate(PROMPTS[0], max_new_tokens=2, min_new_tokens=2, do_sample=False) as tracer:
+        found = nnsight.save([])
+        for step in tracer.iter[:2]:
+            if step == 1:
+                try:
+                    mixer.state_after(1)
+                except IndexError as error:
+                    found.append((str(error), _held(mixer)))
+                found.append(torch.equal(mixer.state_after(0), mixer.state_output))
+    (message, held), same = found
+    assert "token 1 of a decode step" in message and held is None
+    assert same

@@ -274,14 +274,15 @@ class TokenPinnedMixer(RecurrentMixer):
         self._before_pin()
         held = Mediator.current(self.path).__dict__.setdefault(TOKEN_KERNEL, {})
         held[self.path] = self.kernel()
-        one_update = self._one_update()
-        if one_update and t != 0:
-            raise IndexError(f"token {t} of {self.ONE_UPDATE}, which has one token (0)")
         try:
+            one_update = self._one_update()
+            if one_update and t != 0:
+                raise IndexError(f"token {t} of {self.ONE_UPDATE}, which has one token (0)")
             # a one-token update is the next occurrence of its binding, whatever call this is
             with pinned(self, None if one_update else t):
                 yield
         finally:
+            # released on an error too: a later read in the trace is not of this call's held kernel
             held.pop(self.path, None)
 
     def _state_key(self) -> str:
