@@ -28,6 +28,9 @@ from nnterp_text.families.opt import OPTLayer, token_flat
 from nnterp_text.families.beam import BeamAttention
 from nnterp_text.families.doge import DogeLayer
 from nnterp_text.families.gemma4_text import ScaledStreamLayer
+from nnterp_text.families.gemma3n_text import CORRECT, AltUpLayer, LaurelAttention
+from transformers.models.gemma3n.modeling_gemma3n import Gemma3nTextAttention, Gemma3nTextDecoderLayer
+from nnterp import PostNormAttention, StreamLayer
 from nnterp_text.families.longcat_flash import LongcatFlashLayer
 from nnterp_text.families.zaya import ZayaAttention
 
@@ -61,6 +64,13 @@ class ScaledOutputTimesOutput(ScaledStreamLayer):
 
     layer_output_rescaling = Layer.layer_output_rescaling.derived(_output_rescaling)
 
+class PerLayerOnEveryStream(AltUpLayer):
+    """Gemma 3n's block with the per-layer input's term taken to reach every stream, the active one too."""
+
+    def streams_added_to(self, name):
+        return tuple(range(self.num_streams)) if name == "per_layer_input_output" else ()
+
+
 #: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
 #: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
 #: (softmax top-k, renormalized or not, with a shared expert, sigmoid with grouped choice)
@@ -70,7 +80,7 @@ STANDARD_CHECKPOINTS = (
 )
 
 #: the families carrying several residual streams per token, each given the mistakes multi-stream blocks invite
-MULTI_STREAM_CHECKPOINTS = ("deepseek_v4", "hy_v4")
+MULTI_STREAM_CHECKPOINTS = ("deepseek_v4", "hy_v4", "gemma3n_text")
 
 ROTARY = "source.apply_rotary_pos_emb_0.inputs"
 #: the eager interface's softmax, which computes in float32 before the pattern is cast to the model's dtype
@@ -108,7 +118,36 @@ def family_mutants() -> list[Mutant]:
     flat_mid = "layer_mid read where the final norm takes the flattened stream: a view beside the residual, so no gradient reaches it (shipped, then fixed)"
     forgot_scale = "the block taken to add the attention to layer_input as it is, input_residual forgotten: the rescaling term is zero"
     forgot_scalar = "layer_scalar forgotten (one in a fresh model): the block taken to return its sum as it is"
+    streams_first = "the streams served as the model holds them, [num_streams, batch, seq, hidden], not permuted to [batch, seq, num_streams, hidden]"
+    without_one = "the correction coefficients read as correction_coefs returns them, without the + 1 AltUp adds before spreading the innovation"
+    unaveraged = "the attention's post-normed output read as it is, before the block averages it with LAuReL's and the active stream (divides by sqrt(2))"
+    on_active = "the per-layer input's term taken to reach every stream, where the block adds it to corrected[1:] only, not the active stream"
+    no_identity = "AltUp's prediction coefficients served as they are, without the identity predict adds back (predictions += hidden_states)"
     return [
+        Mutant(
+            "gemma3n_text: streams served streams first", "gemma3n_text",
+            {Gemma3nTextDecoderLayer: moved(AltUpLayer, streams_first, layer_input=StreamLayer.layer_input.at(), layer_output=StreamLayer.layer_output.at())},
+            "available_values_resolve", "but its layout", streams_first,
+        ),
+        Mutant(
+            "gemma3n_text: correction coefficients without their + 1", "gemma3n_text",
+            {Gemma3nTextDecoderLayer: moved(AltUpLayer, without_one, innovation_spread_weights=AltUpLayer.innovation_spread_weights.at(f"{CORRECT}.self_correction_coefs_0.output"))},
+            "streams_follow_from_mixing", "against layer_output", without_one,
+        ),
+        Mutant(
+            "gemma3n_text: the attention's share read before LAuReL's averaging", "gemma3n_text",
+            {Gemma3nTextAttention: moved(LaurelAttention, unaveraged, attention_output=PostNormAttention.attention_output)},
+            "stream_updates_add_up", "against innovation", unaveraged,
+        ),
+        Mutant(
+            "gemma3n_text: the per-layer term added to the active stream too", "gemma3n_text",
+            {Gemma3nTextDecoderLayer: PerLayerOnEveryStream}, "streams_follow_from_mixing", "against layer_output", on_active,
+        ),
+        Mutant(
+            "gemma3n_text: prediction mixing without its identity", "gemma3n_text",
+            {Gemma3nTextDecoderLayer: moved(AltUpLayer, no_identity, attention_stream_mixing=StreamLayer.attention_stream_mixing.at(AltUpLayer.attention_stream_mixing.key, select=None))},
+            "streams_follow_from_mixing", "against layer_output", no_identity,
+        ),
         Mutant(
             "doge: the residual's rescaling dropped", "doge",
             {DogeDecoderLayer: UnscaledInputDogeLayer}, "mid_stream", "against layer_mid", forgot_scale,

@@ -184,7 +184,9 @@ def multi_stream_mutants(checkpoint: str) -> list[Mutant]:
            "layer_output served as its first stream repeated over the streams axis: right on a block whose streams start equal, wrong after",
            layer_output=_first_stream(component.layer_output))
     if _available(block, "attention_stream_mixing"):
-        on("stream mixing read untransposed", "streams_follow_from_mixing", "against layer_mid",
+        # the streams the mixing reaches: layer_mid past a hyper-connection, layer_output past AltUp's one step
+        after = next((values["after"] for values in component.STREAM_STEPS.values() if values.get("mixing") == "attention_stream_mixing"), "layer_mid")
+        on("stream mixing read untransposed", "streams_follow_from_mixing", f"against {after}",
            "attention_stream_mixing served transposed: the model mixes by comb^T, sum_j comb[j, k] * streams[j], and Sinkhorn's matrix is not symmetric",
            attention_stream_mixing=_transposed(component.attention_stream_mixing))
     return _judged_here(model, mutants)
@@ -194,8 +196,13 @@ def _first_stream(value: Any) -> Any:
     """``value`` (a ``Streams`` value) served as its first stream repeated over the streams axis."""
     moved_value = value.at()
     base = moved_value._preprocess
-    moved_value._preprocess = lambda envoy, served: (base(envoy, served) if base is not None else served)[:, :, :1].expand_as(served)
+    moved_value._preprocess = lambda envoy, served: _first_of(base(envoy, served) if base is not None else served)
     return moved_value
+
+
+def _first_of(streams: Any) -> Any:
+    """``[batch, seq, num_streams, hidden]`` streams as their first repeated (in the served layout, whatever the model's)."""
+    return streams[:, :, :1].expand_as(streams)
 
 
 def _transposed(value: Any) -> Any:
