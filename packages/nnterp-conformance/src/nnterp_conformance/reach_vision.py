@@ -237,10 +237,11 @@ GEMMA3_RENAMED = (
     "keeps it random, and a checkpoint it saves does not load back; its processor also writes its own policy prompts"
 )
 ALTUP_TEXT = (
-    "its text model keeps AltUp's stacked streams (nnterp-text's gemma3n_text family), so layers[0].layer_input, "
-    "against which every image value is proven (layers[0].layer_input[image_token_mask] == image_features), is "
-    "unavailable; the tower (timm's MobileNetV5, its output width fixed at 2048 by timm) and the embed_vision "
-    "projector, which runs twice per forward (on the image token ids, then on the features), would map"
+    "its text model is gemma3n_text's AltUp block (served: layer_input is [batch, seq, num_streams, hidden_size]), "
+    "where the image features land in stream 0 alone and the other streams are its altup_projections, so the image "
+    "values would be proven against layers[0].layer_input[..., 0, :], which the vision kit does not read yet; the "
+    "tower (timm's MobileNetV5, its output width fixed at 2048 by timm) and the embed_vision projector, which runs "
+    "twice per forward (on the image token ids, then on the features), would map"
 )
 PACKED_CLIP_LLAVA = (
     "a LLaVA wrapper (MiniMaxM3VLModel subclasses LlavaModel: masked_scatter) on a packed CLIP-block tower (every "

@@ -139,7 +139,8 @@ class Layer(Standard):
         Gemma 3n and Gemma 4 feed every block a per-layer input made from the
         token ids and the embeddings; after the MLP the block gates it by the
         stream, projects it to the hidden size, norms it and adds it: this is
-        that norm's output, a term of ``layer_output`` like the contributions.
+        that norm's output, a term of ``layer_output`` like the contributions
+        (on Gemma 3n's several streams, added to every stream but the first).
         In-place edits and assignment reach the model.
         """
         return value

@@ -76,10 +76,11 @@ def logit_lens(
     ``softmax(-logits)``.
 
     On a model carrying several residual streams per token (hyper-connections:
-    DeepSeek-V4, HY-V4), ``layer_output`` is ``[batch, seq, num_streams,
-    hidden_size]`` and ``project_on_vocab`` collapses the streams the way the
-    model does after its last block (its ``hc_head``, whose weights it computes
-    from the streams themselves), then applies the final norm and ``lm_head``:
+    DeepSeek-V4, HY-V4; AltUp: Gemma 3n), ``layer_output`` is ``[batch, seq,
+    num_streams, hidden_size]`` and ``project_on_vocab`` collapses the streams
+    the way the model does after its last block (its ``hc_head``, whose weights
+    it computes from the streams themselves; Gemma 3n's unembedding projections
+    and their mean), then applies the final norm and ``lm_head``:
     each layer's lens is what the model would predict were that block its
     last, and the last layer's is still the model's own distribution.
     """
