@@ -201,6 +201,12 @@ def test_gemma3n_blocks_serve_altup_streams_batch_first(tiny_model):
     with pytest.raises(Unavailable, match="only the active stream"):
         block.layer_mid
     assert block.contributions() == ()
+    # decompose_resid's terms are refused by name: the sum of terms is the innovation's, on the active stream
+    from nnterp.toolkit.attribution import DECOMPOSE_RESID
+    from nnterp.toolkit.cache import expand_names
+
+    with pytest.raises(Unavailable, match="several residual streams .AltUp."):
+        expand_names(model, list(DECOMPOSE_RESID))
 
 
 def test_gemma3n_stream_edits_reach_the_model_in_its_layout(tiny_model):

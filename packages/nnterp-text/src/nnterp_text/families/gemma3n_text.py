@@ -63,6 +63,11 @@ KV_READ = (
     "the last num_kv_shared_layers blocks reuse the keys and values the attention of the last block of their type "
     "before them computes from its input"
 )
+SEVERAL_STREAMS = (
+    "this block carries several residual streams (AltUp): they follow from the prediction's mixing and the "
+    "innovation's spread weights (the kit's streams_follow_from_mixing), not from a sum of terms on one stream; the "
+    "terms the sublayers add sum to the innovation, on the active stream (stream_updates_add_up)"
+)
 ONE_STEP = (
     "AltUp mixes the streams once per block, before the attention (attention_stream_mixing), and spreads what the "
     "sublayers add to the active stream once, after the MLP (innovation_spread_weights)"
@@ -278,8 +283,8 @@ class AltUpLayer(StreamLayer, AltUpValues):
     #: the MLP's own values come just before the innovation AltUp computes from its output
     AFTER_MLP = "innovation"
 
-    layer_mid_rescaling = Layer.layer_mid_rescaling.at()
-    layer_output_rescaling = Layer.layer_output_rescaling.at()
+    layer_mid_rescaling = unavailable(SEVERAL_STREAMS)
+    layer_output_rescaling = unavailable(SEVERAL_STREAMS)
     attention_spread_weights = unavailable(NOT_SPREAD_APART)
     mlp_collapse_weights = unavailable(ACTIVE_ONLY)
     mlp_stream_mixing = unavailable(ONE_STEP)
