@@ -54,10 +54,16 @@ def weak_passes(records: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def unavailable_reasons(model: Any) -> dict[str, str]:
-    """Each value some block lacks, with the reason (and the blocks, where not every block lacks it)."""
+    """Each value some block lacks, with the reason (and the blocks, where not every block lacks it).
+
+    A residual term no block has (``nnterp.reasons.ABSENT_TERMS``: nothing rescales the stream, no per-layer
+    input) is no value lacking: the block's sum simply has no such term, and the report leaves it out.
+    """
+    from nnterp.reasons import ABSENT_TERMS
+
     found: dict[str, str] = {}
     for name, reasons in model.support().items():
-        if not reasons:
+        if not reasons or (isinstance(reasons, dict) and len(reasons) == model.num_layers and set(reasons.values()) <= set(ABSENT_TERMS)):
             continue
         if isinstance(reasons, str):
             found[name] = reasons
@@ -343,6 +349,10 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
         f"that decomposition (below); {len(checked)} model types "
         f"checked on {len(rows)} checkpoints, "
         f"{sum(entry['status'] == OUT_OF_REACH for entry in records)} model types of transformers' causal-LM mapping out of reach.",
+        "",
+        "The unavailable values leave out the residual terms no block of a checkpoint has (`layer_input_rescaling`, "
+        "`layer_mid_rescaling`, `per_layer_input_output`, `layer_output_rescaling` where nothing rescales the stream and "
+        "no per-layer input is added): its blocks' sums have no such term.",
         "",
         "| model type | checkpoint | family | status | checks passed | unavailable values |",
         "|---|---|---|---|---|---|",
