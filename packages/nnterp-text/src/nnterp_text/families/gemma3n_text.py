@@ -89,6 +89,11 @@ def _streams_first(value: Tensor) -> Tensor:
     return value.permute(2, 0, 1, 3)
 
 
+def _identity(like: Tensor) -> Tensor:
+    """The streams' identity mixing, in float32, on ``like``'s device."""
+    return torch.eye(like.shape[-1], dtype=torch.float32, device=like.device)
+
+
 def _averaged(envoy: Any) -> float:
     return AVERAGED
 
@@ -128,9 +133,11 @@ class AltUpValues:
         * innovation + sum_j mixing[j, k] * layer_input[j] (+
         per_layer_input_output on streams 1..)``. Read where ``predict`` binds
         its coefficients; in-place edits and assignment reach the model (the
-        identity is taken off again).
+        identity is taken off again). Served in float32 whatever the model's
+        dtype: in half precision one plus a coefficient rounds the coefficient
+        away, and a write of what was read would not give it back.
         """
-        mixing = value + torch.eye(value.shape[-1], dtype=value.dtype, device=value.device)
+        mixing = value.float() + _identity(value)
         mixing._nnterp_mixed_from = (value, mixing.detach().clone())
         return mixing
 
@@ -140,11 +147,11 @@ class AltUpValues:
         if original is not None and torch.equal(view, unedited):
             # unedited: the model's own coefficients bit for bit, differentiated through the served mixing
             return gradient_through(original, view, 1.0)
-        return view - torch.eye(view.shape[-1], dtype=view.dtype, device=view.device)
+        return (view.float() - _identity(view)).to(served.dtype)
 
     @attention_stream_mixing.postprocess
     def attention_stream_mixing(self, value: Tensor) -> Tensor:
-        return value - torch.eye(value.shape[-1], dtype=value.dtype, device=value.device)
+        return (value.float() - _identity(value)).to(self._module.altup.prediction_coefs.weight.dtype)
 
     def _collapse_weights(self) -> Tensor:
         """Each stream's weight in the active prediction, what the attention reads, ``[batch, seq, num_streams]``.
