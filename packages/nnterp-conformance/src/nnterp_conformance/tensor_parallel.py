@@ -54,7 +54,23 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0 and arguments.json:
         with open(arguments.json, "w") as handle:
             json.dump(records, handle, indent=2)
+    # on success only: a rank that raised exits at once, and torchrun stops the others rather than a barrier waiting
+    _close_process_group()
     return 1 if failures else 0
+
+
+def _close_process_group() -> None:
+    """Wait for every rank, then destroy the process group the sharded loads started.
+
+    Left to the interpreter's exit, gloo's group is torn down while its threads
+    still run, and a rank can abort (``terminate called without an active
+    exception``) after its work is done, failing the launch.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def sharded_record(checkpoint: str, world: int, only: list[str] | None = None) -> dict:

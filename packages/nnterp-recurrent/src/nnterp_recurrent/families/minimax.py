@@ -78,4 +78,13 @@ FAMILY = RecurrentFamily(
         )
     },
     skips={"minimax": {"neurons_make_contribution": "a mixture of experts"}},
+    half_precision_failures={
+        "minimax": {
+            "states_follow_the_scan": (
+                "the blocks' loop (each block's products under a decay mask, the state carried between blocks) and the "
+                "tokens' loop round in another order in bfloat16: their last states differ by five bfloat16 steps "
+                "(0.039 on entries near 1), where in float32 they agree to 5e-7"
+            ),
+        },
+    },
 )

@@ -26,7 +26,7 @@ from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, Moe, RescaledLayer, TinyConfig
+from nnterp import Attention, Layer, Moe, RescaledLayer, TinyConfig
 from nnterp.families import default
 
 from .glm_moe_dsa import CarryingLayer
@@ -48,6 +48,10 @@ class ZayaLayer(RescaledLayer, CarryingLayer):
 
     def read_beside_the_stream(self) -> str | None:
         return ROUTER_STATE if self.index < self.root.num_layers - 1 else None
+
+    # the stream ResidualScaling returns, kept in float32: the norm reads a cast of it, which under a half-precision
+    # load is another tensor, feeding the MLP alone (a write there would miss the residual path)
+    layer_mid = Layer.layer_mid.at("post_attention_residual_scale.output")
 
     def rescaled_input(self, stream: Tensor) -> Tensor:
         return _affine(self._module.post_attention_residual_scale, stream)
