@@ -27,6 +27,8 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from .names import hook_of, standard_name
+from .packing import plan
+from .steering import skip_layers
 
 #: a metric maps the run's logits ``[batch, seq, vocab_size]`` to one number
 Metric = Callable[[Tensor], "float | Tensor"]
@@ -55,6 +57,8 @@ class Sweep:
     metric_clean: float
     metric_corrupted: float
     site: str = field(default="")
+    #: the patched forwards the sweep ran (each carrying a pack of cells), besides the clean and corrupted ones
+    forwards: int = 0
 
     def normalized(self) -> Sweep:
         """The same sweep as the fraction of the way from corrupted to clean: ``(metric - corrupted) / (clean - corrupted)``.
@@ -158,6 +162,24 @@ def _run_metric(model: Any, prompts: list[str], metric: Metric, remote: bool | s
     return _scalar(metrics[0]), saved
 
 
+def _skippable(model: Any, layer: int) -> bool:
+    """Whether a pack patching at ``layer`` may skip the blocks before it, handing on the corrupted run's stream instead.
+
+    Those blocks compute exactly what the corrupted run computed (no patch acts
+    before ``layer``), so their only output a later block reads is the stream
+    entering ``layer``: unless one of them stores what a later block reuses
+    (``skip_breaks``) or hands something on beside the stream
+    (``read_beside_the_stream``), or the block does not serve ``layer_input``.
+    """
+    if layer == 0:
+        return False
+    for index in range(layer):
+        block = model.layers[index]
+        if block.skip_breaks() is not None or block.read_beside_the_stream() is not None:
+            return False
+    return model.support(layer).get("layer_input") is None
+
+
 def _sweep(
     model: Any,
     clean: str | Sequence[str],
@@ -172,12 +194,20 @@ def _sweep(
     write: Callable[[Tensor, Tensor, int], None],
     progress: bool,
     remote: bool | str,
+    cells_per_forward: int | None = None,
+    memory_budget: int | None = None,
 ) -> Sweep:
-    """The shared loop: cache the clean value at each layer, then one corrupted run per (layer, column) patch.
+    """The shared sweep: cache the clean value at each layer, then the corrupted run with each (layer, column) patched.
 
     ``columns(tokens, layer)`` lists the columns to patch at a layer (positions
     or heads), ``write(patched, clean, column)`` copies the clean value's
-    column into ``patched`` in place.
+    column into ``patched`` (one cell's rows) in place. The cells are packed
+    along the batch axis (``nnterp.toolkit.packing``): a forward runs the
+    corrupted prompts once per cell of a pack, each copy patched at its own
+    column, and ``metric`` reads each copy's logits alone, so each cell's value
+    is what one trace of that cell alone gives. A pack holds one layer's cells
+    and skips the blocks before that layer where it may (``_skippable``),
+    handing on the stream the corrupted run had there.
     """
     where, _, name = site.rpartition(".")
     tokens = _check_prompts(model, clean, corrupted)
@@ -188,36 +218,73 @@ def _sweep(
     # the columns are the same on every layer, but for blocks that differ in head
     # count: then the labels are the widest layer's, and the others' extra cells NaN
     widest = max(per_layer.values(), key=len, default=[])
+    packing = plan(model, len(corrupted), len(tokens), cells_per_forward=cells_per_forward, memory_budget=memory_budget)
 
     with torch.no_grad():
-        order = sorted(set(chosen))  # forward order: the clean trace reads layer after layer
+        order = sorted(set(chosen))  # forward order: a trace reads layer after layer
+        skips = [layer for layer in order if _skippable(model, layer)]
 
         def read_clean() -> list:
             return [getattr(_owner(model, layer, where), name).clone() for layer in order]
 
+        def read_streams() -> list:
+            return [model.layers[layer].layer_input.clone() for layer in skips]
+
         metric_clean, cached = _run_metric(model, clean, metric, remote, read_clean)
-        cache = dict(zip(order, cached))
-        metric_corrupted, _ = _run_metric(model, corrupted, metric, remote)
+        metric_corrupted, streams = _run_metric(model, corrupted, metric, remote, read_streams)
+        cache, entering = dict(zip(order, cached)), dict(zip(skips, streams))
 
         values = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
         cells = [(row, layer, col, column) for row, layer in enumerate(chosen) for col, column in enumerate(per_layer[layer])]
-        for row, layer, col, column in tqdm(cells, desc=f"patching {site}", disable=not progress):
-            source = cache[layer]
-
-            def patch(layer: int = layer, column: int = column, source: Tensor = source) -> list:
-                owner = _owner(model, layer, where)
-                patched = getattr(owner, name).clone()
-                write(patched, source.to(device=patched.device, dtype=patched.dtype), column)
-                setattr(owner, name, patched)
-                return []
-
-            values[row, col], _ = _run_metric(model, corrupted, metric, remote, patch)
+        packs = packing.packs(sorted(cells, key=lambda cell: cell[1]), key=lambda cell: cell[1])
+        bar = tqdm(total=len(cells), desc=f"patching {site}", disable=not progress)
+        for pack in packs:
+            layer = pack[0][1]
+            measured = _run_pack(model, corrupted, metric, remote, layer, where, name, [cell[3] for cell in pack], cache[layer], entering.get(layer), write)
+            for (row, _, col, _), value in zip(pack, measured):
+                values[row, col] = value
+            bar.update(len(pack))
+        bar.close()
 
     labels = {"layer": [str(layer) for layer in chosen], column_axis: column_labels(tokens, widest)}
-    return Sweep(values, ("layer", column_axis), labels, metric_clean, metric_corrupted, site)
+    return Sweep(values, ("layer", column_axis), labels, metric_clean, metric_corrupted, site, forwards=len(packs))
 
 
-def _position_sweep(model, clean, corrupted, metric, site, layers, positions, progress, remote) -> Sweep:
+def _run_pack(
+    model: Any,
+    corrupted: list[str],
+    metric: Metric,
+    remote: bool | str,
+    layer: int,
+    where: str,
+    name: str,
+    columns: list[int],
+    source: Tensor,
+    entering: Tensor | None,
+    write: Callable[[Tensor, Tensor, int], None],
+) -> list[float]:
+    """One forward of the corrupted prompts once per column, copy ``c`` patched at ``columns[c]``: each copy's metric.
+
+    ``entering`` is the corrupted run's stream entering ``layer`` (the blocks
+    before it are skipped and hand it on), or None to run them.
+    """
+    size, count = len(corrupted), len(columns)
+    metrics: list = []
+    with model.trace(corrupted * count, remote=remote):
+        if entering is not None:
+            skip_layers(model, 0, layer - 1, with_=entering.repeat(count, *[1] * (entering.dim() - 1)))
+        owner = _owner(model, layer, where)
+        patched = getattr(owner, name).clone()
+        for copy, column in enumerate(columns):
+            write(patched[copy * size : (copy + 1) * size], source.to(device=patched.device, dtype=patched.dtype), column)
+        setattr(owner, name, patched)
+        logits = model.logits
+        for copy in range(count):
+            metrics.append(metric(logits[copy * size : (copy + 1) * size]))
+    return [_scalar(value) for value in metrics]
+
+
+def _position_sweep(model, clean, corrupted, metric, site, layers, positions, progress, remote, **packing: Any) -> Sweep:
     def columns(tokens: list[str], layer: int) -> list[int]:
         return _indices(positions, len(tokens), "position")
 
@@ -227,7 +294,7 @@ def _position_sweep(model, clean, corrupted, metric, site, layers, positions, pr
     return _sweep(
         model, clean, corrupted, metric, site=site, layers=layers, column_axis="position",
         columns=columns, column_labels=lambda tokens, cols: [tokens[p] for p in cols],
-        write=write, progress=progress, remote=remote,
+        write=write, progress=progress, remote=remote, **packing,
     )  # fmt: skip
 
 
@@ -242,6 +309,8 @@ def patch_residual(
     stream: str = "layer_input",
     progress: bool = True,
     remote: bool | str = False,
+    cells_per_forward: int | None = None,
+    memory_budget: int | None = None,
 ) -> Sweep:
     """Patch the residual stream entering each block, one (layer, position) at a time: a ``[layer, position]`` Sweep.
 
@@ -271,7 +340,7 @@ def patch_residual(
         stream = standard_name(model, stream)
     if stream not in STREAMS:
         raise ValueError(f"stream must be one of {STREAMS} (or hook_resid_pre, hook_resid_mid, hook_resid_post), not {stream!r}")
-    return _position_sweep(model, clean, corrupted, metric, stream, layers, positions, progress, remote)
+    return _position_sweep(model, clean, corrupted, metric, stream, layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget)
 
 
 def patch_attention_output(
@@ -284,6 +353,8 @@ def patch_attention_output(
     positions: Iterable[int] | None = None,
     progress: bool = True,
     remote: bool | str = False,
+    cells_per_forward: int | None = None,
+    memory_budget: int | None = None,
 ) -> Sweep:
     """Patch each block's attention contribution, one (layer, position) at a time: a ``[layer, position]`` Sweep.
 
@@ -291,7 +362,7 @@ def patch_attention_output(
     to the stream for its attention, after any post-norm) at that layer and
     position into the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote)
+    return _position_sweep(model, clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget)
 
 
 def patch_mlp_output(
@@ -304,6 +375,8 @@ def patch_mlp_output(
     positions: Iterable[int] | None = None,
     progress: bool = True,
     remote: bool | str = False,
+    cells_per_forward: int | None = None,
+    memory_budget: int | None = None,
 ) -> Sweep:
     """Patch each block's MLP contribution, one (layer, position) at a time: a ``[layer, position]`` Sweep.
 
@@ -311,7 +384,7 @@ def patch_mlp_output(
     stream for its MLP, after any post-norm) at that layer and position into
     the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote)
+    return _position_sweep(model, clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget)
 
 
 def patch_heads(
@@ -324,6 +397,8 @@ def patch_heads(
     heads: Iterable[int] | None = None,
     progress: bool = True,
     remote: bool | str = False,
+    cells_per_forward: int | None = None,
+    memory_budget: int | None = None,
 ) -> Sweep:
     """Patch each attention head's output at every position, one (layer, head) at a time: a ``[layer, head]`` Sweep.
 
@@ -344,5 +419,5 @@ def patch_heads(
     return _sweep(
         model, clean, corrupted, metric, site="self_attn.attention_head_outputs", layers=layers,
         column_axis="head", columns=columns, column_labels=lambda tokens, cols: [str(h) for h in cols],
-        write=write, progress=progress, remote=remote,
+        write=write, progress=progress, remote=remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget,
     )  # fmt: skip
