@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from ..components.standard import Standard
 from ..descriptors import declared_values
 from ..errors import Unavailable
+from . import _hooks as hooks
 from .names import Layout, hook_of, standard_name
 
 #: the block's children whose values sit between its stream boundaries: the mixers before ``layer_mid``, the MLP before ``layer_output``
@@ -62,8 +63,14 @@ class ValueCache(Mapping):
         *,
         spellings: dict[str, tuple[str, Layout]] | None = None,
         contributions: dict[int, tuple[str, ...]] | None = None,
+        engine: str = "nnsight",
+        fallback: str | None = None,
     ) -> None:
         self._values = dict(values)
+        #: which path read the values: ``"hooks"`` (plain forward hooks) or ``"nnsight"`` (a trace per batch)
+        self.engine = engine
+        #: why the nnsight path ran where the hooks path was not taken (a value not at a module boundary...), else None
+        self.fallback = fallback
         self.input_ids = input_ids
         self.attention_mask = attention_mask
         self.num_layers = num_layers
@@ -249,6 +256,7 @@ def cache_values(
     progress: bool = True,
     remote: bool | str = False,
     stop_at_layer: int | None = None,
+    engine: str = "auto",
 ) -> ValueCache:
     """Read standard values over many prompts, batch by batch: a ``ValueCache`` of ``[prompts, ...]`` tensors.
 
@@ -285,6 +293,16 @@ def cache_values(
     declare them (Falcon binds its values before its rotary queries and keys)
     fails the first batch with ``OutOfOrderError``; that batch and the rest
     are then read with one worker per value, which needs no order.
+
+    Where every value is read at a module boundary (what a module returns or
+    is called with: ``layer_input``, ``layer_output``, ``attention_output``,
+    ``mlp_output`` on most families), each batch runs as the model's plain
+    forward with forward hooks instead of a trace (``nnterp.toolkit._hooks``):
+    the same inputs, the same tensors bit for bit, without a trace's fixed
+    cost. ``engine="auto"`` (the default) takes it when every value
+    qualifies, ``engine="nnsight"`` always traces, ``engine="hooks"`` refuses
+    a value that does not qualify. ``cache.engine`` says which ran and
+    ``cache.fallback`` why the trace did.
     """
     if isinstance(prompts, str):
         prompts = [prompts]
@@ -308,20 +326,32 @@ def cache_values(
         # nothing read after the blocks (logits): each forward ends after the last block a value needs
         stop_at_layer = last_block_needed(model, requested)
     hosts = [_host(model, name) for name in requested]
+    boundaries, ran = hooks.choose(model, hosts, engine, remote)
 
     encoding = model.tokenizer(list(prompts), padding=True, return_tensors="pt")
     input_ids, attention_mask = encoding["input_ids"], encoding["attention_mask"]
     values: list[Tensor] = []
-    separate = False
+    separate: bool | None = None  # found on the first traced batch: whether the values need one worker each
     for start in tqdm(range(0, len(prompts), batch_size), desc="cache_values", disable=not progress):
         batch = {
             "input_ids": input_ids[start : start + batch_size],
             "attention_mask": attention_mask[start : start + batch_size],
         }
         read = partial(_read_batch, model, batch, hosts, requested, stop_at_layer, device, dtype, remote)
-        if start == 0:
+        found = None
+        if boundaries is not None:
+            try:
+                found = hooks.read(model, boundaries, (batch,), device=device, dtype=dtype)
+            except hooks.NotAtBoundary as error:
+                if engine == "hooks":
+                    raise ValueError(f"engine='hooks': {error}; pass engine='auto' or 'nnsight' to read it through a trace") from None
+                boundaries, ran = None, str(error)
+        if found is not None:
+            pass
+        elif separate is None:
             try:
                 found = read(separate=False)
+                separate = False
             except OutOfOrderError:
                 # this family's forward serves its values in another order than its
                 # components declare them: give each value a worker of its own
@@ -339,7 +369,11 @@ def cache_values(
             whole[start : start + part.shape[0]] = part
         del found
     terms = {index: _block_terms(model, index) for index in range(model.num_layers)}
-    return ValueCache(dict(zip(requested, values)), input_ids, attention_mask, model.num_layers, spellings=spellings, contributions=terms)
+    engine_ran, fallback = ("hooks", None) if boundaries is not None else ("nnsight", ran)
+    return ValueCache(
+        dict(zip(requested, values)), input_ids, attention_mask, model.num_layers,
+        spellings=spellings, contributions=terms, engine=engine_ran, fallback=fallback,
+    )
 
 
 def _spellings(model: Any, names: list[str]) -> dict[str, tuple[str, Layout]]:
