@@ -1,0 +1,171 @@
+"""The fixed cost of a trace at the limit: what nnterp adds to one nnsight trace on a tiny model (issue 42).
+
+    uv run python benchmarks/overhead.py                   # the medians and ratios
+    uv run python benchmarks/overhead.py --repeats 1000
+    uv run python benchmarks/overhead.py --profile         # where nnterp's extra time goes, by function
+    uv run python benchmarks/overhead.py --profile --traces 500 --top 40
+
+On the tiny Llama (``nnterp_conformance``'s ``tiny_checkpoint("llama")``), one
+torch thread, the variants interleaved (``run.interleaved``): a plain forward,
+forward hooks reading every block, an empty nnsight trace, native nnsight reads
+of every block (``model.model.layers[i].output``) and the same blocks read by
+standard name (``model.layers[i].layer_output``). The model is so small that
+the forward costs about as much as the trace around it, so the ratios are the
+per-trace overhead itself, not what a real model pays.
+
+``--profile`` runs cProfile over N standard-name traces and N native ones and
+prints the function calls per trace of each, then the functions under
+``packages/nnterp-*/src`` by cumulative and by own time in the standard-name run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import PROMPTS, interleaved, plain_nnsight  # noqa: E402
+
+from nnterp import StandardizedTransformer  # noqa: E402
+
+LABELS = {
+    "forward": "plain forward",
+    "hooks": "forward hooks, every block",
+    "empty": "empty nnsight trace",
+    "native": "nnsight reads, every block",
+    "standard": "nnterp reads, every block",
+}
+
+
+class Tiny:
+    """The tiny Llama loaded three ways (transformers, nnsight, nnterp), on the same weights and prompts."""
+
+    def __init__(self) -> None:
+        from nnterp_conformance.checkpoints import tiny_checkpoint
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = tiny_checkpoint("llama")
+        self.nnterp = StandardizedTransformer(path, attn_implementation="eager")
+        self.nnsight = plain_nnsight(path, attn_implementation="eager")
+        self.hf = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer.padding_side = "left"
+        self.inputs = tokenizer(PROMPTS, return_tensors="pt", padding=True)
+        self.blocks = len(self.hf.model.layers)
+        for model in (self.nnterp, self.nnsight):
+            with torch.no_grad(), model.trace(PROMPTS):
+                pass
+
+    def forward(self) -> Any:
+        with torch.no_grad():
+            return self.hf(**self.inputs)
+
+    def hooks(self) -> list:
+        saved: list = []
+        handles = [block.register_forward_hook(lambda _m, _i, out: saved.append(out)) for block in self.hf.model.layers]
+        try:
+            with torch.no_grad():
+                self.hf(**self.inputs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return saved
+
+    def empty(self) -> None:
+        with torch.no_grad(), self.nnsight.trace(PROMPTS):
+            pass
+
+    def native(self) -> list:
+        saved: list = []
+        with torch.no_grad(), self.nnsight.trace(PROMPTS):
+            for i in range(self.blocks):
+                saved.append(self.nnsight.model.layers[i].output.save())
+        return saved
+
+    def standard(self) -> list:
+        saved: list = []
+        with torch.no_grad(), self.nnterp.trace(PROMPTS):
+            for i in range(self.blocks):
+                saved.append(self.nnterp.layers[i].layer_output.save())
+        return saved
+
+    def variants(self) -> dict[str, Callable[[], Any]]:
+        return {LABELS[name]: getattr(self, name) for name in LABELS}
+
+
+def overhead_item(repeats: int = 500) -> dict[str, float]:
+    """Median milliseconds of each variant, keyed by row label, the variants interleaved on one torch thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        tiny = Tiny()
+        standard, native = tiny.standard(), tiny.native()
+        assert all(torch.equal(a, b) for a, b in zip(standard, native)), "the two reads must serve the same tensors"
+        return interleaved(tiny.variants(), repeats, warmup=20)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _ours(filename: str) -> bool:
+    return "/packages/nnterp-" in filename and "/src/" in filename
+
+
+def profile(traces: int, top: int) -> None:
+    """cProfile over ``traces`` standard-name and native traces: calls per trace, and nnterp's functions by time."""
+    torch.set_num_threads(1)
+    tiny = Tiny()
+    for _ in range(20):
+        tiny.standard(), tiny.native()
+    results = {}
+    for name in ("native", "standard"):
+        profiler = cProfile.Profile()
+        run = getattr(tiny, name)
+        profiler.enable()
+        for _ in range(traces):
+            run()
+        profiler.disable()
+        results[name] = pstats.Stats(profiler)
+    print(f"# {traces} traces each, tiny Llama ({tiny.blocks} blocks), one torch thread\n")
+    for name, stats in results.items():
+        print(f"{LABELS[name]:<32} {stats.total_calls / traces:8.0f} function calls per trace ({stats.prim_calls / traces:.0f} primitive)")
+    extra = results["standard"].total_calls - results["native"].total_calls
+    print(f"{'nnterp adds':<32} {extra / traces:8.0f} function calls per trace\n")
+    stats = results["standard"].stats  # (file, line, function) -> (primitive calls, calls, own time, cumulative, callers)
+    ours = [(key, value) for key, value in stats.items() if _ours(key[0])]
+    own_total = sum(value[2] for _, value in ours)
+    print(f"nnterp's own functions: {own_total / traces * 1e3:.3f} ms own time per trace (under the profiler)\n")
+    for title, column in (("cumulative", 3), ("own time", 2)):
+        print(f"## nnterp's functions by {title} per trace (calls per trace, own ms, cumulative ms)")
+        for (filename, line, function), value in sorted(ours, key=lambda item: -item[1][column])[:top]:
+            short = filename.split("/src/", 1)[-1]
+            print(f"{value[1] / traces:7.1f} {value[2] / traces * 1e3:8.4f} {value[3] / traces * 1e3:8.4f}  {short}:{line}({function})")
+        print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=500, help="interleaved rounds (default 500)")
+    parser.add_argument("--profile", action="store_true", help="profile nnterp's traces instead of timing them")
+    parser.add_argument("--traces", type=int, default=300, help="traces profiled per variant (default 300)")
+    parser.add_argument("--top", type=int, default=25, help="functions listed per table (default 25)")
+    options = parser.parse_args()
+    if options.profile:
+        profile(options.traces, options.top)
+        return
+    medians = overhead_item(options.repeats)
+    base = medians[LABELS["forward"]]
+    native = medians[LABELS["native"]]
+    print(f"# tiny Llama, one torch thread, {options.repeats} interleaved rounds, medians\n")
+    print(f"{'variant':<32} {'ms':>7} {'x forward':>10} {'x nnsight reads':>16}")
+    for label, ms in medians.items():
+        print(f"{label:<32} {ms:7.3f} {ms / base:9.2f}x {ms / native:15.2f}x")
+
+
+if __name__ == "__main__":
+    main()
