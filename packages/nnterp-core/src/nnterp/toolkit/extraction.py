@@ -40,6 +40,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..layouts import BATCH, SEQ
+from . import _hooks as hooks
 from .cache import _host, _layer_of, _read_batch, _root_values, expand_names
 
 __all__ = ["ActivationShards", "extract_values", "load_activations", "DOCUMENT", "POSITION", "TOKEN"]
@@ -287,6 +288,7 @@ def extract_values(
     dtype: torch.dtype | None = None,
     progress: bool = True,
     remote: bool | str = False,
+    engine: str = "auto",
 ) -> ActivationShards:
     """Stream per-token standard values over any number of texts to safetensors shards in ``directory``; returns their reader.
 
@@ -315,6 +317,12 @@ def extract_values(
     those of an uninterrupted run, row for row. On a complete extraction it
     returns at once. Another model, other values or other settings against
     an existing extraction raise ``ValueError`` before the model runs.
+
+    As in ``cache_values``, where every value is read at a module boundary
+    each batch runs as a plain forward with hooks rather than a trace (the
+    same rows bit for bit); ``engine="nnsight"`` forces the trace,
+    ``engine="hooks"`` refuses a value that does not qualify, and the
+    returned reader's ``engine`` and ``fallback`` say which ran and why.
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r}: pass a positive number of texts per forward")
@@ -337,6 +345,8 @@ def extract_values(
         "shard_tokens": shard_tokens,
         "dtype": _dtype_name(dtype),
     }
+    hosts = [_host(model, name) for name in requested]
+    boundaries, ran = hooks.choose(model, hosts, engine, remote)
     manifest = _prepare(directory, settings)
     if manifest["complete"]:
         return ActivationShards(directory)
@@ -355,7 +365,6 @@ def extract_values(
             "from; continue with the same texts, or extract into a new directory"
         )
 
-    hosts = [_host(model, name) for name in requested]
     stop = _stop_layer(model, requested)
     device = "cpu" if remote else None  # on the model's device until the padding is dropped
     shards = _Shards(directory, manifest)
@@ -387,7 +396,14 @@ def extract_values(
             documents += batch_index * batch_size
             if len(documents):
                 read = None
-                if separate is None:
+                if boundaries is not None:
+                    try:
+                        read = hooks.read(model, boundaries, (batch,), device=device, dtype=dtype)
+                    except hooks.NotAtBoundary as error:
+                        if engine == "hooks":
+                            raise ValueError(f"engine='hooks': {error}; pass engine='auto' or 'nnsight' to read it through a trace") from None
+                        boundaries, ran = None, str(error)
+                if read is None and separate is None:
                     try:
                         read = _read_batch(model, batch, hosts, requested, stop, device, dtype, remote, separate=False)
                         separate = False
@@ -411,7 +427,9 @@ def extract_values(
         shards.commit(shards.after_batch, complete={"texts": consumed})
     finally:
         bar.close()
-    return ActivationShards(directory)
+    found = ActivationShards(directory)
+    found.engine, found.fallback = ("hooks", None) if boundaries is not None else ("nnsight", ran)
+    return found
 
 
 # -- reading -------------------------------------------------------------------------
@@ -432,6 +450,11 @@ class ActivationShards:
         for shard in shards: ...                     # {column: [shard tokens, ...]}
         for rows in shards.batches(4096): ...        # the same columns, 4096 rows at a time across shards
     """
+
+    #: which path the ``extract_values`` call that returned this reader ran (``"hooks"`` or ``"nnsight"``), None when it ran none
+    engine: str | None = None
+    #: why that call traced rather than hooked (a value not at a module boundary...), else None
+    fallback: str | None = None
 
     def __init__(self, directory: str | os.PathLike) -> None:
         self.directory = Path(directory)
