@@ -93,8 +93,14 @@ def wanted(model: Any, load_kwargs: dict) -> bool:
 
 
 def mesh_of(envoy: Any) -> Any:
-    """The tensor-parallel mesh of ``envoy``'s model, or None when it is not sharded."""
-    root = envoy.root
+    """The tensor-parallel mesh of ``envoy``'s model, or None when it is not sharded.
+
+    Asked on every read: the root is found through the parent links
+    themselves (what ``Envoy.root`` follows, without a property call a level).
+    """
+    root = envoy
+    while (link := root.__dict__.get("_parent")) is not None:
+        root = link()
     module = root.__dict__.get("_module")
     known = root.__dict__.get("_nnterp_mesh")
     if known is None or known[0] is not module:

@@ -9,6 +9,7 @@ holds. ``DerivedEProperty`` computes a value from other served values, and
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from functools import partial
@@ -242,14 +243,13 @@ class EProperty(eproperty):
             return reason
         return self._missing_module(obj)
 
-    def _start(self, obj: Any, path: str) -> tuple[Any, list[str]]:
+    def _start(self, obj: Any, path: str) -> tuple[Any, tuple[str, ...]]:
         """Where a path starts (the host, an ancestor for each ``../``, the root for ``/``) and its dotted segments."""
-        node = obj
-        if path.startswith("/"):
-            node, path = obj.root, path[1:]
-        while path.startswith("../"):
-            node, path = node.parent, path[3:]
-        return node, path.split(".")
+        from_root, climbs, segments = _parsed(path)
+        node = obj.root if from_root else obj
+        for _ in range(climbs):
+            node = node.parent
+        return node, segments
 
     def _missing_module(self, obj: Any) -> str | None:
         # The modules a path names exist outside a trace, so a path through a
@@ -277,7 +277,7 @@ class EProperty(eproperty):
         """Walk the path (drilling where it goes through ``source``); the location and what it ends in."""
         path = self.key_for(obj)
         node, segments = self._start(obj, path)
-        *walk, last = segments
+        walk, last = segments[:-1], segments[-1]
         if last not in SERVED:
             raise ValueError(f"{self.name}: the path {path!r} must end in one of {sorted(SERVED)}")
         for index, segment in enumerate(walk):
@@ -287,7 +287,7 @@ class EProperty(eproperty):
                 try:
                     node = getattr(node, segment)
                 except AttributeError as error:
-                    if walk[index - 1 : index] == ["source"]:
+                    if walk[index - 1 : index] == ("source",):
                         raise SourceNotAvailable(
                             f"{type(obj).__name__}.{self.name}", path, segment, tuple(node.names)
                         ) from error
@@ -350,9 +350,18 @@ class EProperty(eproperty):
         if obj is None:
             return self
         self._check(obj)
+        sharded = tensor_parallel.mesh_of(obj) is not None
         try:
-            value = self._in_order(obj, "read", self._read, obj)
-            if tensor_parallel.mesh_of(obj) is not None:
+            try:
+                value = self._read(obj, sharded)
+            except OutOfOrder:
+                raise
+            except OutOfOrderError as error:
+                better = self._translated(obj, "read", error)
+                if better is None:
+                    raise
+                raise better from None
+            if sharded:
                 value = tensor_parallel.read_whole(self, obj, value, self._transform is None)
         except AttributeError as error:
             # A property getter's AttributeError makes Python fall back to
@@ -375,16 +384,25 @@ class EProperty(eproperty):
         except OutOfOrder:
             raise
         except OutOfOrderError as error:
-            better = translated(self, obj, verb, Mediator.current(self.name))
+            better = self._translated(obj, verb, error)
             if better is None:
                 raise
-            better.native = error
             raise better from None
 
-    def _read(self, obj: Any) -> Any:
+    def _translated(self, obj: Any, verb: str, error: OutOfOrderError) -> OutOfOrder | None:
+        """The ``OutOfOrder`` (or ``NeverRan``) in standard names to raise for nnsight's ``error``, or None to keep it."""
+        better = translated(self, obj, verb, Mediator.current(self.name))
+        if better is not None:
+            better.native = error
+        return better
+
+    def _read(self, obj: Any, sharded: bool | None = None) -> Any:
+        """The value at the location (``sharded``: whether the model is, where the caller has asked already)."""
         location, last = self._locate(obj)
         # a sharded model's reads are held too: tensor_parallel.read_whole gathers them and writes an edit back
-        held = self._transform is not None or tensor_parallel.mesh_of(obj) is not None
+        if sharded is None:
+            sharded = tensor_parallel.mesh_of(obj) is not None
+        held = self._transform is not None or sharded
         if held:
             mediator = Mediator.current(location)
             occurrence = mediator.wanted(location)
@@ -442,6 +460,18 @@ class EProperty(eproperty):
         if not self._plain(last):
             value = self._unserve(obj, raw, last, value)
         Mediator.swap(location, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(path: str) -> tuple[bool, int, tuple[str, ...]]:
+    """A path's parts, worked out once per string: from the root (``/``), how many ``../`` climbs, the dotted segments."""
+    from_root = path.startswith("/")
+    if from_root:
+        path = path[1:]
+    climbs = 0
+    while path.startswith("../"):
+        climbs, path = climbs + 1, path[3:]
+    return from_root, climbs, tuple(path.split("."))
 
 
 def gradient_through(original: Any, view: Any, factor: float) -> Any:
@@ -524,11 +554,11 @@ class TokenEProperty(EProperty):
         dims = self.dims
         return dims is not None and tensor.ndim == len(dims)
 
-    def _read(self, obj: Any) -> Any:
+    def _read(self, obj: Any, sharded: bool | None = None) -> Any:
         if self._transform is None:
-            return super()._read(obj)  # laid out (and differentiated through) by _laid_out_for_user
+            return super()._read(obj, sharded)  # laid out (and differentiated through) by _laid_out_for_user
         location, _ = self._locate(obj)
-        return self._as_shown(obj, self._invoke_rows(location, super()._read(obj)))
+        return self._as_shown(obj, self._invoke_rows(location, super()._read(obj, sharded)))
 
     def _as_shown(self, obj: Any, rows: Any) -> Any:
         """This invoke's rows as the user sees them (a view); ``_as_held`` is its inverse, back to the rows' layout."""

@@ -18,11 +18,13 @@ class Blocks(Envoy):
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, int) and not isinstance(key, bool) and hasattr(self._module, "__len__"):
-            count = len(self)
+            count = len(self._module)
             if not -count <= key < count:
                 name = spelled(self)
                 raise IndexError(
                     f"{name}[{key}] is out of range: {name} holds {count} blocks, {name}[0] to {name}[{count - 1}] "
                     f"(or {name}[-1] for the last)"
                 )
+            # what nnsight's Envoy.__getitem__ does with an int, the count already at hand (every read indexes)
+            return getattr(self, str(key + count if key < 0 else key))
         return super().__getitem__(key)
