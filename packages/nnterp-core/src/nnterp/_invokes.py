@@ -20,10 +20,12 @@ def padded_processor_invoke(model: Any, inputs: tuple, kwargs: dict, generating:
     ``generate`` pads on the tokenizer's side, as generation must continue
     each row from its last token. Any other invoke comes back unchanged.
     """
+    processor = getattr(model, "processor", None)
+    if processor is None:
+        return inputs, kwargs
     from nnsight.modeling.processing import PROCESSOR_KEYS, PROCESSOR_MEDIA_KEYS
 
-    processor = getattr(model, "processor", None)
-    if processor is None or not set(kwargs) & PROCESSOR_MEDIA_KEYS:
+    if not set(kwargs) & PROCESSOR_MEDIA_KEYS:
         return inputs, kwargs
     text = inputs[0] if inputs else kwargs.get("text")
     if not isinstance(text, (list, tuple)) or len(text) < 2 or not all(isinstance(prompt, str) for prompt in text):
@@ -44,6 +46,9 @@ def in_model_dtype(model: Any, kwargs: dict) -> dict:
     """
     import torch
 
+    # the model's dtype walks its parameters: asked only where some input is a floating tensor (text's ids are not)
+    if not any(isinstance(value, torch.Tensor) and value.is_floating_point() for value in kwargs.values()):
+        return kwargs
     dtype = getattr(model._module, "dtype", None)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         return kwargs

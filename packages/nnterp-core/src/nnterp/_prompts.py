@@ -50,8 +50,8 @@ def check_tokens(model: Any, args: tuple, kwargs: dict, prompts: list) -> None:
             "give at least one token (the tokenizer adds none to an empty string here)"
         )
     rows = vocabulary_rows(model)
-    # the common case in one reduction each: every id inside the table
-    if rows is not None and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= rows):
+    # the common case in one reduction: every id inside the table
+    if rows is not None and ids.numel() and _outside(ids, rows):
         outside = (ids < 0) | (ids >= rows)
         if mask is not None:
             outside &= mask.bool()
@@ -68,6 +68,12 @@ def check_tokens(model: Any, args: tuple, kwargs: dict, prompts: list) -> None:
             f"the prompt is {ids.shape[-1]} tokens long, and this model's learned position table has {limit} "
             f"positions; shorten it to at most {limit} tokens"
         )
+
+
+def _outside(ids: torch.Tensor, rows: int) -> bool:
+    """Whether some id lies outside ``0 .. rows - 1``: the smallest and largest in one pass."""
+    low, high = torch.aminmax(ids)
+    return int(low) < 0 or int(high) >= rows
 
 
 def vocabulary_rows(model: Any) -> int | None:

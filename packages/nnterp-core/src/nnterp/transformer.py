@@ -15,7 +15,7 @@ from . import _tensor_parallel as tensor_parallel
 from ._aliasing import aliasing_kept
 from ._cache import bridge as cache_bridge
 from ._cache import given_cache, restore, snapshot
-from ._gradients import guarded
+from ._gradients import GUARD as GRAD_GUARD
 from ._invokes import continues_a_cache, in_model_dtype, padded_processor_invoke
 from ._loading import check_checkpoint, device_map_checked
 from ._prompts import check_invokes, check_tokens
@@ -183,8 +183,9 @@ class StandardizedTransformer(TransformersModel):
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
         args, kwargs = super()._batch(invokes, fn)
         check_tokens(self, args, kwargs, prompts)
-        self._nnterp_call = Call.of(args, kwargs, generating)
-        self._nnterp_cache = snapshot(given_cache(kwargs))
+        # straight into the instance's dict: plain values, which Envoy.__setattr__ would only hand on there (once a trace)
+        self.__dict__["_nnterp_call"] = Call.of(args, kwargs, generating)
+        self.__dict__["_nnterp_cache"] = snapshot(given_cache(kwargs))
         kwargs = in_model_dtype(self, kwargs)
         if self.family.on_fresh_call is not None and not continues_a_cache(kwargs):
             self.family.on_fresh_call(self)
@@ -196,16 +197,20 @@ class StandardizedTransformer(TransformersModel):
     def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         # .grad outside a backward pass raises for the length of the run; a call that fails leaves no worker
         # behind for the next trace (a refusal before the forward too) and the cache it was handed as it was
-        self._nnterp_cache = None
-        with guarded():
-            try:
-                return super().interleave(fn, *args, **kwargs)
-            except BaseException:
-                self.interleaver.cancel()
-                restore(self._nnterp_cache)
-                raise
-            finally:
-                self._nnterp_cache = None
+        state = self.__dict__
+        state["_nnterp_cache"] = None
+        # nnterp._gradients.guarded() written out: a generator-based context manager costs more than the swap itself
+        previous = Tensor.grad
+        Tensor.grad = GRAD_GUARD
+        try:
+            return super().interleave(fn, *args, **kwargs)
+        except BaseException:
+            self.interleaver.cancel()
+            restore(state["_nnterp_cache"])
+            raise
+        finally:
+            state["_nnterp_cache"] = None
+            Tensor.grad = previous
 
     # -- values ------------------------------------------------------------------
 
