@@ -171,3 +171,33 @@ def test_only_an_identity_preprocess_qualifies():
     assert not hooks._returns_its_value(lambda self, value: self)
     assert not hooks._returns_its_value(lambda self, value: value.float())
     assert not hooks._returns_its_value(lambda self, value: value[0])
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gemma2", "bloom"])
+def test_the_logit_lens_on_hooks_is_the_traced_lens(tiny_model, family):
+    from nnterp.toolkit.lens import logit_lens
+
+    model = tiny_model(family)
+    for options in ({}, {"positions": -1, "inverse": True}, {"positions": [0, -1]}):
+        hooked = logit_lens(model, PROMPTS, engine="hooks", **options)  # refuses rather than trace
+        traced = logit_lens(model, PROMPTS, engine="nnsight", **options)
+        hooked, traced = (hooked, traced) if isinstance(hooked, tuple) else ((hooked,), (traced,))
+        for one, other in zip(hooked, traced, strict=True):
+            assert one.shape == other.shape and torch.equal(one, other), options
+    assert torch.equal(logit_lens(model, PROMPTS), logit_lens(model, PROMPTS, engine="nnsight"))  # auto takes the hooks
+
+
+def test_the_logit_lens_traces_a_projection_of_the_familys_own(tiny_model):
+    from nnterp.toolkit.lens import _plain_projection, logit_lens
+
+    model = tiny_model("llama")
+    assert _plain_projection(model)
+    family = model.family
+    model.family = family.replace(project_on_vocab=lambda model, hidden: model.lm_head(model.norm(hidden)))
+    try:
+        assert not _plain_projection(model)
+        with pytest.raises(ValueError, match="its own function"):
+            logit_lens(model, PROMPTS, engine="hooks")
+        assert logit_lens(model, PROMPTS).shape[:2] == (len(PROMPTS), model.num_layers)
+    finally:
+        model.family = family

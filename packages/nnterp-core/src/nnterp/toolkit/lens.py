@@ -18,6 +18,8 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from . import _hooks as hooks
+
 __all__ = [
     "logit_lens",
     "patchscope_lens",
@@ -59,6 +61,7 @@ def logit_lens(
     inverse: bool = False,
     positions: Positions = None,
     remote: bool | str = False,
+    engine: str = "auto",
 ) -> Tensor | tuple[Tensor, Tensor]:
     """What each block's residual stream predicts: ``softmax(project_on_vocab(layer_output))`` at every layer.
 
@@ -83,23 +86,63 @@ def logit_lens(
     and their mean), then applies the final norm and ``lm_head``:
     each layer's lens is what the model would predict were that block its
     last, and the last layer's is still the model's own distribution.
+
+    Where every block's ``layer_output`` is read at a module boundary and the
+    family's ``project_on_vocab`` is a plain module computation (the final
+    norm, ``lm_head``, a softcap or a scale), the streams come off forward
+    hooks on the model's plain forward, which ends after the last block, and
+    are projected after it: the same probabilities bit for bit
+    (``nnterp.toolkit._hooks``). ``engine="nnsight"`` forces the trace,
+    ``engine="hooks"`` refuses a model it does not fit.
     """
     prompts = _prompts(prompts)
     probs: list[Tensor] = []
     inverse_probs: list[Tensor] = []
-    with model.trace(prompts, remote=remote):
-        nnsight.save(probs)
-        nnsight.save(inverse_probs)
-        for layer in model.layers:
-            hidden = layer.layer_output
-            if positions is not None:
-                # an int keeps its axis until the projection, so the stream keeps its layout (several streams included)
-                hidden = hidden[:, [positions] if isinstance(positions, int) else positions]
-            probs.append(_at(_probs(model.project_on_vocab(hidden)), positions))
-            if inverse:
-                inverse_probs.append(_at(_probs(model.project_on_vocab(-hidden)), positions))
+
+    def project(hidden: Tensor) -> None:
+        if positions is not None:
+            # an int keeps its axis until the projection, so the stream keeps its layout (several streams included)
+            hidden = hidden[:, [positions] if isinstance(positions, int) else positions]
+        probs.append(_at(_probs(model.project_on_vocab(hidden)), positions))
+        if inverse:
+            inverse_probs.append(_at(_probs(model.project_on_vocab(-hidden)), positions))
+
+    streams = _streams_on_hooks(model, prompts, engine, remote)
+    if streams is not None:
+        for hidden in streams:
+            project(hidden)
+    else:
+        with model.trace(prompts, remote=remote):
+            nnsight.save(probs)
+            nnsight.save(inverse_probs)
+            for layer in model.layers:
+                project(layer.layer_output)
     lens = torch.stack(probs, dim=1)
     return (lens, torch.stack(inverse_probs, dim=1)) if inverse else lens
+
+
+def _plain_projection(model: Any) -> bool:
+    """Whether the family's ``project_on_vocab`` is one of ``nnterp.logits``' module computations, which run the same outside a trace."""
+    from .. import logits
+
+    chosen = model.family.project_on_vocab
+    plain = (logits.unembed, logits.softcapped, logits.times_logit_scale, logits.divided_by_logits_scaling, logits.times_logits_scaling)
+    return chosen is None or chosen in plain
+
+
+def _streams_on_hooks(model: Any, prompts: list[str], engine: str, remote: bool | str) -> list[Tensor] | None:
+    """Every block's ``layer_output`` off forward hooks, or None where the lens must trace (``engine`` allowing)."""
+    boundaries, why = hooks.choose(model, [(layer, "layer_output") for layer in model.layers], engine, remote)
+    if boundaries is not None and not _plain_projection(model):
+        boundaries, why = None, f"the {model.family.name} family projects on the vocabulary with its own function"
+    if boundaries is not None:
+        try:
+            return hooks.read(model, boundaries, (prompts,))
+        except hooks.NotAtBoundary as error:
+            why = str(error)
+    if engine == "hooks":
+        raise ValueError(f"engine='hooks': {why}; pass engine='auto' or 'nnsight' to read it through a trace")
+    return None
 
 
 @torch.no_grad()
