@@ -59,6 +59,27 @@ def gpt2_small() -> Path:
     return target
 
 
+def llama_1b() -> Path:
+    """A Llama-shaped checkpoint of about 1.1B parameters (16 layers, width 2048, MLP 8192, 32 heads, vocabulary 32000),
+    random weights, written once: the model size the GPU rows are measured on."""
+    from nnterp_conformance.checkpoints import SEED, build_tokenizer, cache_root
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    target = cache_root() / "bench-llama-1b"
+    if (target / "config.json").exists():
+        return target
+    torch.manual_seed(SEED)
+    tokenizer = build_tokenizer()
+    config = LlamaConfig(
+        hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+        vocab_size=max(32000, len(tokenizer)), max_position_embeddings=2048, tie_word_embeddings=True,
+    )  # fmt: skip
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
+
+
 def tiny_gpt2() -> Path:
     from nnterp_conformance.checkpoints import tiny_checkpoint
 
@@ -78,10 +99,22 @@ def interleaved(variants: dict[str, Callable[[], Any]], repeats: int, warmup: in
     for round_ in range(repeats):
         for offset in range(len(names)):
             name = names[(round_ + offset) % len(names)]
+            synchronize()
             start = time.perf_counter()
             variants[name]()
+            synchronize()
             times[name].append((time.perf_counter() - start) * 1e3)
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+#: how every model of the run is loaded: ``--device`` and ``--dtype`` (float32 on the CPU by default)
+LOAD: dict[str, Any] = {}
+
+
+def synchronize() -> None:
+    """Wait for the accelerator's queued work, so a variant's time is its own (nothing on the CPU)."""
+    if LOAD.get("device_map", "cpu") != "cpu" and torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 def rss_mb() -> float:
@@ -111,19 +144,26 @@ class Loaded:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.path = path
-        self.nnterp = StandardizedTransformer(path, attn_implementation="eager")
-        self.nnsight = plain_nnsight(path, attn_implementation="eager")
-        self.hf = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+        self.nnterp = StandardizedTransformer(path, attn_implementation="eager", **LOAD)
+        self.nnsight = plain_nnsight(path, attn_implementation="eager", **LOAD)
+        self.hf = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager", **LOAD).eval()
         tokenizer = AutoTokenizer.from_pretrained(path)
         tokenizer.padding_side = "left"
-        self.inputs = tokenizer(PROMPTS, return_tensors="pt", padding=True)
+        device = self.hf.device
+        self.inputs = tokenizer(PROMPTS, return_tensors="pt", padding=True).to(device)
         # the contributions item's batch of 8, numbered from each row's first real token as nnsight numbers it
         self.inputs8 = dict(tokenizer(CACHE_PROMPTS, return_tensors="pt", padding=True))
         self.inputs8["position_ids"] = (self.inputs8["attention_mask"].cumsum(1) - 1).clamp(min=0)
+        self.inputs8 = {key: value.to(device) for key, value in self.inputs8.items()}
         for model in (self.nnterp, self.nnsight):
             with torch.no_grad(), model.trace(PROMPTS):
                 pass
-        self.layers = len(self.hf.transformer.h)
+        # GPT-2's blocks are transformer.h with attn; a Llama's model.layers with self_attn
+        gpt2 = hasattr(self.hf, "transformer")
+        self.hf_blocks = self.hf.transformer.h if gpt2 else self.hf.model.layers
+        self.ns_blocks = self.nnsight.transformer.h if gpt2 else self.nnsight.model.layers
+        self.attention = "attn" if gpt2 else "self_attn"
+        self.layers = len(self.hf_blocks)
         # the op the family reads the pattern at: the same drill for plain nnsight, so both read one location
         self.pattern_key = type(self.nnterp.layers[0].self_attn).attention_probabilities.key
 
@@ -139,12 +179,12 @@ class Loaded:
         saved: list = []
         with torch.no_grad(), self.nnsight.trace(PROMPTS):
             for i in range(self.layers):
-                saved.append(self.nnsight.transformer.h[i].output.save())
+                saved.append(self.ns_blocks[i].output.save())
         return saved
 
     def hooked_layer_outputs(self) -> list:
         saved: list = []
-        handles = [block.register_forward_hook(lambda _m, _i, out: saved.append(out)) for block in self.hf.transformer.h]
+        handles = [block.register_forward_hook(lambda _m, _i, out: saved.append(out)) for block in self.hf_blocks]
         try:
             with torch.no_grad():
                 self.hf(**self.inputs)
@@ -168,8 +208,8 @@ class Loaded:
         saved: list = []
         with torch.no_grad(), self.nnsight.trace(CACHE_PROMPTS):
             for i in range(self.layers):
-                block = self.nnsight.transformer.h[i]
-                saved.append(block.attn.output[0].save())
+                block = self.ns_blocks[i]
+                saved.append(getattr(block, self.attention).output[0].save())
                 saved.append(block.mlp.output.save())
                 saved.append(block.output.save())
         return saved
@@ -177,7 +217,7 @@ class Loaded:
     def hooked_contributions(self) -> list:
         saved: list = []
         first = lambda _m, _i, out: saved.append(out[0] if isinstance(out, tuple) else out)  # noqa: E731
-        modules = [module for block in self.hf.transformer.h for module in (block.attn, block.mlp, block)]
+        modules = [module for block in self.hf_blocks for module in (getattr(block, self.attention), block.mlp, block)]
         handles = [module.register_forward_hook(first) for module in modules]
         try:
             with torch.no_grad():
@@ -208,7 +248,7 @@ class Loaded:
     def nnsight_one_read(self) -> Any:
         saved: list = []
         with torch.no_grad(), self.nnsight.trace(PROMPTS):
-            saved.append(self.nnsight.transformer.h[0].output.save())
+            saved.append(self.ns_blocks[0].output.save())
         return saved
 
     # every block's layer_output assigned (each write checked against its layout, then against the value it replaces)
@@ -222,12 +262,12 @@ class Loaded:
     def nnsight_layer_writes(self) -> Any:
         with torch.no_grad(), self.nnsight.trace(PROMPTS):
             for i in range(self.layers):
-                self.nnsight.transformer.h[i].output = self.nnsight.transformer.h[i].output * 1.0
+                self.ns_blocks[i].output = self.ns_blocks[i].output * 1.0
             logits = self.nnsight.output.logits.save()
         return logits
 
     def hooked_layer_writes(self) -> Any:
-        handles = [block.register_forward_hook(lambda _m, _i, out: out * 1.0) for block in self.hf.transformer.h]
+        handles = [block.register_forward_hook(lambda _m, _i, out: out * 1.0) for block in self.hf_blocks]
         try:
             with torch.no_grad():
                 return self.hf(**self.inputs).logits
@@ -248,7 +288,7 @@ class Loaded:
         saved: list = []
         with torch.no_grad(), self.nnsight.trace(PROMPTS):
             for i in range(self.layers):
-                node = self.nnsight.transformer.h[i].attn
+                node = getattr(self.ns_blocks[i], self.attention)
                 for op in ops:
                     node = getattr(node, op)
                 saved.append(getattr(node, last).save())
@@ -269,13 +309,13 @@ def construction(path: Path, repeats: int) -> dict[str, float]:
 
     return interleaved(
         {
-            "TransformersModel(path) (nnsight)": lambda: plain_nnsight(path),
-            "StandardizedTransformer(path)": lambda: StandardizedTransformer(path),
+            "TransformersModel(path) (nnsight)": lambda: plain_nnsight(path, **LOAD),
+            "StandardizedTransformer(path)": lambda: StandardizedTransformer(path, **LOAD),
             # the same nnsight construction handed the family's rename= and envoys= maps: what aliasing costs in nnsight
             "TransformersModel(path, rename=, envoys=) (nnsight, the family's maps)": lambda: plain_nnsight(
-                path, rename=dict(family.rename), envoys=dict(family.envoys)
+                path, rename=dict(family.rename), envoys=dict(family.envoys), **LOAD
             ),
-            "from_pretrained(path) (transformers)": lambda: AutoModelForCausalLM.from_pretrained(path),
+            "from_pretrained(path) (transformers)": lambda: AutoModelForCausalLM.from_pretrained(path, **LOAD),
         },
         repeats,
         warmup=1,
@@ -702,7 +742,10 @@ def extraction_rows(repeats: int, threads: int) -> list[str]:
 
 
 #: the items, in the table's order; `--only` names some of them
-ITEMS = ("construction", "reads", "contributions", "memory", "kit", "caching", "extraction")
+ITEMS = ("construction", "reads", "contributions", "memory", "kit", "caching", "extraction", "sweeps")
+
+#: the items an accelerator run measures (the others measure the CPU's resident memory, or run the kit on it)
+ACCELERATOR_ITEMS = ("construction", "reads", "contributions", "sweeps")
 
 
 def item_of(header: str) -> str:
@@ -714,6 +757,7 @@ def item_of(header: str) -> str:
         ("the kit over", "kit"),
         ("queries, keys, values, pattern", "caching"),
         (": extraction", "extraction"),
+        (": patching sweep", "sweeps"),
     ):
         if marker in header:
             return item
@@ -787,6 +831,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", type=lambda text: text.split(","), help=f"run only these items, comma-separated: {', '.join(ITEMS)}"
     )
+    parser.add_argument("--device", default="cpu", help="where the models run: cpu (default) or cuda; on cuda only " + ", ".join(ACCELERATOR_ITEMS))
+    parser.add_argument("--dtype", default=None, choices=("float32", "bfloat16", "float16"), help="the models' dtype (float32 on the CPU, bfloat16 on cuda by default)")
+    parser.add_argument("--llama-1b", action="store_true", help="also measure a Llama-shaped 1.1B-parameter model (random weights)")
     parser.add_argument("--cache-worker", choices=("nnterp", "lens-filtered", "lens-everything"), help=argparse.SUPPRESS)
     parser.add_argument("--extraction-memory-worker", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
@@ -809,9 +856,22 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no item {', '.join(sorted(unknown))}; the items: {', '.join(ITEMS)}")
     few = max(3, arguments.repeats // 3)
+    accelerated = arguments.device != "cpu"
+    if accelerated:
+        off = sorted(items - set(ACCELERATOR_ITEMS))
+        if arguments.only and off:
+            parser.error(f"on {arguments.device}, only {', '.join(ACCELERATOR_ITEMS)} are measured, not {', '.join(off)}")
+        items &= set(ACCELERATOR_ITEMS)
+        LOAD["device_map"] = arguments.device
+    dtype = arguments.dtype or ("bfloat16" if accelerated else None)
+    if dtype is not None:
+        LOAD["dtype"] = getattr(torch, dtype)
 
     lines = [f"Machine: {machine()}.", "", "| item / variant | median | ratio to the item's first row |", "|---|---|---|"]
-    for label, path in (("GPT-2 small size", gpt2_small()), ("tiny GPT-2", tiny_gpt2())):
+    models = [("GPT-2 small size", gpt2_small()), ("tiny GPT-2", tiny_gpt2())]
+    if arguments.llama_1b:
+        models.insert(1, ("Llama-shaped 1.1B", llama_1b()))
+    for label, path in models:
         if not items & {"construction", "reads", "contributions", "memory"}:
             break
         print(f"== {label}", flush=True)
@@ -848,6 +908,12 @@ def main(argv: list[str] | None = None) -> int:
     if "extraction" in items:
         print("== extraction", flush=True)
         lines += extraction_rows(few, arguments.threads)
+    if "sweeps" in items:
+        from sweeps import sweeps_item
+
+        print("== sweeps", flush=True)
+        for title, medians in sweeps_item(gpt2_small(), max(3, arguments.repeats // 5), interleaved, LOAD).items():
+            lines += rows_of(title, medians)
     print("\n".join(lines))
     if arguments.write:
         readme = HERE / "README.md"
