@@ -912,7 +912,7 @@ def main(argv: list[str] | None = None) -> int:
         from sweeps import sweeps_item
 
         print("== sweeps", flush=True)
-        for title, medians in sweeps_item(gpt2_small(), max(3, arguments.repeats // 5), interleaved, LOAD).items():
+        for title, medians in sweeps_item(gpt2_small(), max(2, arguments.repeats // 7), interleaved, LOAD).items():
             lines += rows_of(title, medians)
     print("\n".join(lines))
     if arguments.write:
