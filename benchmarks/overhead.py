@@ -2,6 +2,7 @@
 
     uv run python benchmarks/overhead.py                   # the medians and ratios
     uv run python benchmarks/overhead.py --repeats 1000
+    uv run python benchmarks/overhead.py --cpu             # this thread's CPU time, not wall time (a loaded machine)
     uv run python benchmarks/overhead.py --profile         # where nnterp's extra time goes, by function
     uv run python benchmarks/overhead.py --profile --traces 500 --top 40
 
@@ -11,7 +12,10 @@ forward hooks reading every block, an empty nnsight trace, native nnsight reads
 of every block (``model.model.layers[i].output``) and the same blocks read by
 standard name (``model.layers[i].layer_output``). The model is so small that
 the forward costs about as much as the trace around it, so the ratios are the
-per-trace overhead itself, not what a real model pays.
+per-trace overhead itself, not what a real model pays. ``--cpu`` times each
+variant by this thread's CPU time (``time.thread_time``) instead of wall time:
+the same work, less moved by other processes on a shared machine (nnsight runs
+the intervention on greenlets of this thread, and torch has one thread).
 
 ``--profile`` runs cProfile over N standard-name traces and N native ones and
 prints the function calls per trace of each, then the functions under
@@ -23,7 +27,9 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -99,15 +105,34 @@ class Tiny:
         return {LABELS[name]: getattr(self, name) for name in LABELS}
 
 
-def overhead_item(repeats: int = 500) -> dict[str, float]:
-    """Median milliseconds of each variant, keyed by row label, the variants interleaved on one torch thread."""
+def interleaved_cpu(variants: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2) -> dict[str, float]:
+    """``run.interleaved``, timed by this thread's CPU time: median milliseconds of each variant."""
+    names = list(variants)
+    for _ in range(warmup):
+        for name in names:
+            variants[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(repeats):
+        for offset in range(len(names)):
+            name = names[(round_ + offset) % len(names)]
+            start = time.thread_time()
+            variants[name]()
+            times[name].append((time.thread_time() - start) * 1e3)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def overhead_item(repeats: int = 500, cpu: bool = False) -> dict[str, float]:
+    """Median milliseconds of each variant, keyed by row label, the variants interleaved on one torch thread.
+
+    ``cpu``: by this thread's CPU time rather than wall time.
+    """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         tiny = Tiny()
         standard, native = tiny.standard(), tiny.native()
         assert all(torch.equal(a, b) for a, b in zip(standard, native)), "the two reads must serve the same tensors"
-        return interleaved(tiny.variants(), repeats, warmup=20)
+        return (interleaved_cpu if cpu else interleaved)(tiny.variants(), repeats, warmup=20)
     finally:
         torch.set_num_threads(threads)
 
@@ -151,6 +176,7 @@ def profile(traces: int, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=500, help="interleaved rounds (default 500)")
+    parser.add_argument("--cpu", action="store_true", help="time by this thread's CPU time instead of wall time")
     parser.add_argument("--profile", action="store_true", help="profile nnterp's traces instead of timing them")
     parser.add_argument("--traces", type=int, default=300, help="traces profiled per variant (default 300)")
     parser.add_argument("--top", type=int, default=25, help="functions listed per table (default 25)")
@@ -158,10 +184,11 @@ def main() -> None:
     if options.profile:
         profile(options.traces, options.top)
         return
-    medians = overhead_item(options.repeats)
+    medians = overhead_item(options.repeats, options.cpu)
     base = medians[LABELS["forward"]]
     native = medians[LABELS["native"]]
-    print(f"# tiny Llama, one torch thread, {options.repeats} interleaved rounds, medians\n")
+    clock = "thread CPU time" if options.cpu else "wall time"
+    print(f"# tiny Llama, one torch thread, {options.repeats} interleaved rounds, medians of {clock}\n")
     print(f"{'variant':<32} {'ms':>7} {'x forward':>10} {'x nnsight reads':>16}")
     for label, ms in medians.items():
         print(f"{label:<32} {ms:7.3f} {ms / base:9.2f}x {ms / native:15.2f}x")

@@ -42,8 +42,10 @@ def check_tokens(model: Any, args: tuple, kwargs: dict, prompts: list) -> None:
     ids = ids if ids.ndim > 1 else ids.unsqueeze(0)
     mask = kwargs.get("attention_mask")
     mask = mask if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
-    if ids.shape[-1] == 0 or (mask is not None and not mask.any(-1).all()):
-        row = 0 if ids.shape[-1] == 0 else int((~mask.any(-1)).nonzero()[0])
+    # whether each row has a token, as one reduction read back (cheaper than reducing again to one flag)
+    filled = mask.any(-1).tolist() if mask is not None and ids.shape[-1] else []
+    if ids.shape[-1] == 0 or False in filled:
+        row = 0 if ids.shape[-1] == 0 else filled.index(False)
         prompt = f" ({prompts[row]!r})" if row < len(prompts) else ""
         raise InvalidPrompt(
             f"prompt {row} of the batch{prompt} has no tokens, so the model has nothing to run on; "
