@@ -78,6 +78,7 @@ class Boundary:
     descriptor: EProperty
     module: torch.nn.Module
     last: str  # "output", "input" or "inputs"
+    root: torch.nn.Module | None = None  # the model's module when the boundary was found
 
     def take(self, raw: Any) -> Tensor:
         """The value from what the module handed over, as the descriptor's read narrows it."""
@@ -154,14 +155,21 @@ def plan(model: Any, hosts: Sequence[tuple[Any, str]], remote: Any = False) -> l
     # the modules hooked are the loaded ones: nnsight swaps them in at its first trace, so load them now
     if not getattr(model, "dispatched", True):
         model.dispatch()
-    if any(parameter.is_meta for parameter in model._module.parameters()):
-        return "the model holds meta weights"
+    root = model._module
+    if model.__dict__.get("_nnterp_real_weights") is not root:
+        if any(parameter.is_meta for parameter in root.parameters()):
+            return "the model holds meta weights"
+        model.__dict__["_nnterp_real_weights"] = root  # asked once per loaded module: weights do not go back to meta
     found: list[Boundary] = []
     for host, value in hosts:
         where = boundary(host, value)
         if isinstance(where, str):
             return where
         found.append(where)
+    if found and not any(module is found[0].module for module in root.modules()):
+        return "the envoys hold modules the model no longer runs"
+    for where in found:
+        object.__setattr__(where, "root", root)
     return found
 
 
@@ -211,7 +219,7 @@ def read(
     remaining = [len(boundaries)]
     by_place: dict[tuple[int, str], list[int]] = {}
     modules: dict[int, torch.nn.Module] = {}
-    if boundaries and not any(module is boundaries[0].module for module in model._module.modules()):
+    if boundaries and boundaries[0].root is not model._module:
         raise NotAtBoundary("the model's modules were replaced since the values were located")
     for index, where in enumerate(boundaries):
         by_place.setdefault((id(where.module), where.last), []).append(index)

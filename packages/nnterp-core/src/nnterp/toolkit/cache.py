@@ -156,6 +156,19 @@ def block_order(block: Any) -> list[str]:
     return order
 
 
+def orders_by_structure(block: Any, known: dict[tuple, list[str]]) -> list[str]:
+    """``block_order(block)``, worked out once per block structure in ``known`` (a call's blocks mostly share one).
+
+    A block's order follows from its class and its sublayers' classes alone (``block_order`` reads their
+    declarations), so blocks alike in those share it.
+    """
+    key = (type(block), *(type(block.__dict__.get(name)) for name in (*MIXERS, *FEED_FORWARD)))
+    order = known.get(key)
+    if order is None:
+        order = known[key] = block_order(block)
+    return order
+
+
 def _root_values(model: Any) -> tuple[list[str], list[str]]:
     """The model's root values, split into those served before its blocks run and those after (its output, ``logits``)."""
     before, after = [], []
@@ -176,6 +189,7 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
         names = [names]
     before, after = _root_values(model)
     orders: dict[int, list[str]] = {}
+    known: dict[tuple, list[str]] = {}
     ranked: dict[str, tuple[int, int, int]] = {}
     for name in names:
         match = _LAYER_NAME.match(name)
@@ -192,7 +206,9 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
         if where != "*" and not -model.num_layers <= int(where) < model.num_layers:
             raise KeyError(f"{name!r}: the model has {model.num_layers} layers")
         for index in layers:
-            order = orders.setdefault(index, block_order(model.layers[index]))
+            order = orders.get(index)
+            if order is None:
+                order = orders[index] = orders_by_structure(model.layers[index], known)
             terms = _block_terms(model, index) if value == CONTRIBUTIONS else (value,)
             if not terms:
                 block = model.layers[index]

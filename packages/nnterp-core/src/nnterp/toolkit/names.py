@@ -501,11 +501,12 @@ def _root_names(model: Any) -> list[str]:
 
 
 def _block_values(model: Any, layers: Iterable[int]) -> set[str]:
-    from .cache import CONTRIBUTIONS, block_order
+    from .cache import CONTRIBUTIONS, orders_by_structure
 
     values: set[str] = {CONTRIBUTIONS}  # the group of a block's terms, which expand_names expands
+    known: dict[tuple, list[str]] = {}
     for layer in layers:
-        values.update(block_order(model.layers[layer]))
+        values.update(orders_by_structure(model.layers[layer], known))
     return values
 
 
