@@ -10,8 +10,10 @@ forward per layer, the blocks before it skipped), against the loop they ran
 before (one trace per cell, the clean value written in: the same cells, each
 its own forward), and against transformer-lens' ``get_act_patch_attn_head_out_all_pos``
 and ``get_act_patch_resid_pre`` on its ``TransformerBridge`` booted on the same
-weights (one ``run_with_hooks`` per cell). The packed values are checked equal
-to the loop's before timing.
+weights (one ``run_with_hooks`` per cell). A third nnterp row passes
+``logits_at=[-1]``, the position the metric reads, so each pack computes the
+unembedding there alone. Both packed variants' values are checked equal to the
+loop's, bit for bit, before timing.
 """
 
 from __future__ import annotations
@@ -121,20 +123,31 @@ def sweeps_item(path: Path, repeats: int, interleaved: Callable[..., dict[str, f
     heads = model.layers[0].self_attn.num_heads
     packed_heads = lambda: patch_heads(model, CLEAN, CORRUPTED, metric, progress=False).values  # noqa: E731
     packed_residual = lambda: patch_residual(model, CLEAN, CORRUPTED, metric, progress=False).values  # noqa: E731
+    last_heads = lambda: patch_heads(model, CLEAN, CORRUPTED, metric, logits_at=[-1], progress=False).values  # noqa: E731
+    last_residual = lambda: patch_residual(model, CLEAN, CORRUPTED, metric, logits_at=[-1], progress=False).values  # noqa: E731
     loop_heads = _one_trace_per_cell(model, "self_attn.attention_head_outputs", _write_head, heads)
     loop_residual = _one_trace_per_cell(model, "layer_input", _write_position, positions)
-    for packed, loop, what in ((packed_heads, loop_heads, "patch_heads"), (packed_residual, loop_residual, "patch_residual")):
-        gap = (packed() - loop()).abs().max().item()
-        if gap != 0:
-            raise AssertionError(f"{what}: the packed sweep differs from one trace per cell by {gap}")
+    for packed, last, loop, what in ((packed_heads, last_heads, loop_heads, "patch_heads"), (packed_residual, last_residual, loop_residual, "patch_residual")):
+        expected = loop()
+        for variant, values in (("packed", packed()), ("packed, logits_at=[-1]", last())):
+            gap = (values - expected).abs().max().item()
+            if gap != 0:
+                raise AssertionError(f"{what} {variant}: the sweep differs from one trace per cell by {gap}")
     lens = _lens(path, load)
     cells = model.num_layers * heads
     title_heads = f"GPT-2 small size: patching sweep, patch_heads ({model.num_layers} x {heads} = {cells} cells, {positions} tokens)"
     cells = model.num_layers * positions
     title_residual = f"GPT-2 small size: patching sweep, patch_residual ({model.num_layers} x {positions} = {cells} cells)"
     out = {}
-    for title, packed, loop, lens_index in ((title_heads, packed_heads, loop_heads, 0), (title_residual, packed_residual, loop_residual, 1)):
-        variants = {"one patched trace per cell (the loop before packing)": loop, "nnterp, packed (one forward per layer)": packed}
+    for title, packed, last, loop, lens_index in (
+        (title_heads, packed_heads, last_heads, loop_heads, 0),
+        (title_residual, packed_residual, last_residual, loop_residual, 1),
+    ):
+        variants = {
+            "one patched trace per cell (the loop before packing)": loop,
+            "nnterp, packed (one forward per layer)": packed,
+            "nnterp, packed, logits_at=[-1] (the unembedding at the metric's position)": last,
+        }
         if not isinstance(lens, str):
             variants["transformer-lens patching (one run_with_hooks per cell)"] = lens[lens_index]
         out[title] = interleaved(variants, repeats, warmup=0)  # the equality check above warmed every path

@@ -211,3 +211,31 @@ def test_the_rounding_is_the_batch_s_not_the_packing_s(tiny_model, name):
         assert max(abs(value - alone[0]) for value in repeated) <= tolerance(torch.float32)
     else:
         assert repeated == alone * 5
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "gemma2"])
+def test_logits_at_the_last_position_gives_the_same_sweep(tiny_model, name):
+    model = tiny_model(name)
+    metric = metric_for(model)
+    full = patch_heads(model, CLEAN, CORRUPTED, metric, progress=False)
+    last = patch_heads(model, CLEAN, CORRUPTED, metric, logits_at=[-1], progress=False)
+    # a pack's logits at one position are still a matrix product over its copies: the same bits as the full logits there
+    assert torch.equal(last.values, full.values)
+    assert (last.metric_clean, last.metric_corrupted) == (full.metric_clean, full.metric_corrupted)
+    seen = []
+    patch_residual(model, CLEAN, CORRUPTED, lambda logits: seen.append(tuple(logits.shape)) or logits[:, -1, 0].mean(), layers=[0], positions=[-1], logits_at=[-2, -1], progress=False)
+    assert {shape[1] for shape in seen} == {2}
+
+
+def test_logits_at_is_checked_before_the_model_runs(tiny_model):
+    model = tiny_model("llama")
+    calls = []
+    hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        with pytest.raises(IndexError, match="logits_at position 99 is out of range"):
+            patch_heads(model, CLEAN, CORRUPTED, metric_for(model), logits_at=[99], progress=False)
+        with pytest.raises(ValueError, match="distinct and in order"):
+            patch_heads(model, CLEAN, CORRUPTED, metric_for(model), logits_at=[-1, -2], progress=False)
+    finally:
+        hook.remove()
+    assert not calls

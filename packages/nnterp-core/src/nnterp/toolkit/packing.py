@@ -35,10 +35,12 @@ def _config_size(config: Any, *names: str) -> int | None:
     return None
 
 
-def estimate_row_bytes(model: Any, seq: int, dtype: torch.dtype | None = None) -> int:
+def estimate_row_bytes(model: Any, seq: int, dtype: torch.dtype | None = None, logit_positions: int | None = None) -> int:
     """An upper estimate of what one prompt of ``seq`` tokens holds at once in a forward without gradients, in bytes.
 
-    The logits and one copy a metric may make of them (a softmax), the key-value
+    The logits (at ``logit_positions`` positions where the forward computes
+    them at some alone, else at every one) and one copy a metric may make of
+    them (a softmax), the key-value
     cache of every block, the stream and three tensors in flight beside it, and
     the larger of the attention's interior (queries, keys, values, scores and
     pattern) and the MLP's (gate, up and activation, top-k experts' on a
@@ -53,13 +55,13 @@ def estimate_row_bytes(model: Any, seq: int, dtype: torch.dtype | None = None) -
     expert_width = _config_size(config, "moe_intermediate_size", "expert_intermediate_size") or intermediate
     intermediate = max(intermediate, experts_per_token * expert_width)
     itemsize = (dtype or model.dtype).itemsize
+    logits = 2 * model.vocab_size * (seq if logit_positions is None else logit_positions)
     per_token = (
-        2 * model.vocab_size
-        + model.num_layers * 2 * hidden
+        model.num_layers * 2 * hidden
         + 4 * hidden
         + max(3 * hidden + 2 * heads * seq, 3 * intermediate)
     )
-    return int(per_token * seq * itemsize)
+    return int((per_token * seq + logits) * itemsize)
 
 
 def default_budget(model: Any) -> int:
@@ -98,7 +100,9 @@ class Packing:
         return packs
 
 
-def plan(model: Any, prompts: int, seq: int, *, cells_per_forward: int | None, memory_budget: int | None) -> Packing:
+def plan(
+    model: Any, prompts: int, seq: int, *, cells_per_forward: int | None, memory_budget: int | None, logit_positions: int | None = None
+) -> Packing:
     """How many cells one forward carries, for a batch of ``prompts`` prompts of ``seq`` tokens; refuses what cannot fit.
 
     ``cells_per_forward`` fixes the number (checked against the budget);
@@ -110,7 +114,7 @@ def plan(model: Any, prompts: int, seq: int, *, cells_per_forward: int | None, m
     if memory_budget is not None and (isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 1):
         raise ValueError(f"memory_budget is a number of bytes (e.g. 4 * 2**30 for 4 GiB), or None for the default, not {memory_budget!r}")
     budget = default_budget(model) if memory_budget is None else memory_budget
-    cell_bytes = estimate_row_bytes(model, seq) * prompts
+    cell_bytes = estimate_row_bytes(model, seq, logit_positions=logit_positions) * prompts
     fits = budget // cell_bytes
     if fits < 1:
         raise MemoryError(

@@ -19,6 +19,7 @@ kit passes; a value a family lacks raises its ``Unavailable``.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
@@ -151,14 +152,42 @@ def _owner(model: Any, layer: int, where: str) -> Any:
     return envoy
 
 
-def _run_metric(model: Any, prompts: list[str], metric: Metric, remote: bool | str, save: Callable[[], Any] | None = None) -> tuple[float, list]:
-    """One trace of ``prompts``: what ``save`` reads (in forward order), then the metric."""
+def _logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int) -> dict[str, Any]:
+    """The forward's keyword that computes the logits at ``logits_at`` alone (transformers' ``logits_to_keep``), or none.
+
+    Checked before anything runs: the positions must be in range, in order
+    and distinct, and the model's forward must take ``logits_to_keep``.
+    """
+    if logits_at is None:
+        return {}
+    positions = _indices(logits_at, seq, "logits_at position")
+    if not positions or len(set(positions)) != len(positions) or positions != sorted(positions):
+        raise ValueError(
+            f"logits_at={logits_at!r}: give the positions the metric reads, distinct and in order "
+            f"(e.g. [-1], or [3, 7]); they index the metric's logits in that order"
+        )
+    forward = getattr(model._module, "forward", None)
+    if "logits_to_keep" not in inspect.signature(forward).parameters:
+        raise ValueError(
+            f"logits_at: {type(model._module).__name__}.forward takes no logits_to_keep, so its logits cannot be "
+            "computed at some positions alone; leave logits_at=None"
+        )
+    if positions == list(range(seq - len(positions), seq)):
+        return {"logits_to_keep": len(positions)}
+    return {"logits_to_keep": torch.tensor(positions)}
+
+
+def _run_metric(
+    model: Any, prompts: list[str], metric: Metric, remote: bool | str, save: Callable[[], Any] | None = None, at: list[int] | None = None
+) -> tuple[float, list]:
+    """One trace of ``prompts``: what ``save`` reads (in forward order), then the metric (of the logits at ``at`` only)."""
     saved: list = []
     metrics: list = []
     with model.trace(prompts, remote=remote):
         if save is not None:
             saved.extend(save())
-        metrics.append(metric(model.logits))
+        logits = model.logits
+        metrics.append(metric(logits if at is None else logits[:, at]))
     return _scalar(metrics[0]), saved
 
 
@@ -196,6 +225,7 @@ def _sweep(
     remote: bool | str,
     cells_per_forward: int | None = None,
     memory_budget: int | None = None,
+    logits_at: int | Sequence[int] | None = None,
 ) -> Sweep:
     """The shared sweep: cache the clean value at each layer, then the corrupted run with each (layer, column) patched.
 
@@ -218,7 +248,10 @@ def _sweep(
     # the columns are the same on every layer, but for blocks that differ in head
     # count: then the labels are the widest layer's, and the others' extra cells NaN
     widest = max(per_layer.values(), key=len, default=[])
-    packing = plan(model, len(corrupted), len(tokens), cells_per_forward=cells_per_forward, memory_budget=memory_budget)
+    forward = _logits_to_keep(model, logits_at, len(tokens))
+    at = None if logits_at is None else _indices(logits_at, len(tokens), "logits_at position")
+    kept = None if at is None else len(at)
+    packing = plan(model, len(corrupted), len(tokens), cells_per_forward=cells_per_forward, memory_budget=memory_budget, logit_positions=kept)
 
     with torch.no_grad():
         order = sorted(set(chosen))  # forward order: a trace reads layer after layer
@@ -230,8 +263,10 @@ def _sweep(
         def read_streams() -> list:
             return [model.layers[layer].layer_input.clone() for layer in skips]
 
-        metric_clean, cached = _run_metric(model, clean, metric, remote, read_clean)
-        metric_corrupted, streams = _run_metric(model, corrupted, metric, remote, read_streams)
+        # the two runs compute every position's logits, which the metric reads at logits_at: a one-row product
+        # would round otherwise than the packs' many-row one
+        metric_clean, cached = _run_metric(model, clean, metric, remote, read_clean, at)
+        metric_corrupted, streams = _run_metric(model, corrupted, metric, remote, read_streams, at)
         cache, entering = dict(zip(order, cached)), dict(zip(skips, streams))
 
         values = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
@@ -240,7 +275,9 @@ def _sweep(
         bar = tqdm(total=len(cells), desc=f"patching {site}", disable=not progress)
         for pack in packs:
             layer = pack[0][1]
-            measured = _run_pack(model, corrupted, metric, remote, layer, where, name, [cell[3] for cell in pack], cache[layer], entering.get(layer), write)
+            measured = _run_pack(
+                model, corrupted, metric, remote, layer, where, name, [cell[3] for cell in pack], cache[layer], entering.get(layer), write, forward
+            )  # fmt: skip
             for (row, _, col, _), value in zip(pack, measured):
                 values[row, col] = value
             bar.update(len(pack))
@@ -262,6 +299,7 @@ def _run_pack(
     source: Tensor,
     entering: Tensor | None,
     write: Callable[[Tensor, Tensor, int], None],
+    forward: dict[str, Any],
 ) -> list[float]:
     """One forward of the corrupted prompts once per column, copy ``c`` patched at ``columns[c]``: each copy's metric.
 
@@ -270,7 +308,7 @@ def _run_pack(
     """
     size, count = len(corrupted), len(columns)
     metrics: list = []
-    with model.trace(corrupted * count, remote=remote):
+    with model.trace(corrupted * count, remote=remote, **forward):
         if entering is not None:
             skip_layers(model, 0, layer - 1, with_=entering.repeat(count, *[1] * (entering.dim() - 1)))
         owner = _owner(model, layer, where)
@@ -311,8 +349,9 @@ def patch_residual(
     remote: bool | str = False,
     cells_per_forward: int | None = None,
     memory_budget: int | None = None,
+    logits_at: int | Sequence[int] | None = None,
 ) -> Sweep:
-    """Patch the residual stream entering each block, one (layer, position) at a time: a ``[layer, position]`` Sweep.
+    """Patch the residual stream entering each block, one (layer, position) per cell: a ``[layer, position]`` Sweep.
 
     For each layer and position, the corrupted prompt runs with that
     position of the clean run's ``layers[layer].layer_input`` written in (the
@@ -334,13 +373,23 @@ def patch_residual(
     trace. ``layers`` and ``positions`` pick the rows and columns (all by
     default; negative indices count from the end; positions index the
     left-padded batch). ``labels["position"]`` are the first clean prompt's
-    tokens. Runs ``2 + len(layers) * len(positions)`` traces.
+    tokens.
+
+    Runs the clean and the corrupted prompts once each, then the cells packed
+    along the batch axis (``nnterp.toolkit.packing``): one forward per layer,
+    or per ``cells_per_forward`` cells, as many as ``memory_budget`` (bytes;
+    by default half the GPU's free memory, 2 GiB on a CPU) holds by the
+    estimate, which is refused when it cannot hold one cell. ``logits_at``
+    (the positions the metric reads, e.g. ``[-1]``) has the model compute the
+    logits there alone (transformers' ``logits_to_keep``): the metric then
+    receives ``[batch, len(logits_at), vocab_size]``, and a sweep whose metric
+    reads the last token skips most of the unembedding.
     """
     if hook_of(stream) is not None:
         stream = standard_name(model, stream)
     if stream not in STREAMS:
         raise ValueError(f"stream must be one of {STREAMS} (or hook_resid_pre, hook_resid_mid, hook_resid_post), not {stream!r}")
-    return _position_sweep(model, clean, corrupted, metric, stream, layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget)
+    return _position_sweep(model, clean, corrupted, metric, stream, layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
 
 
 def patch_attention_output(
@@ -355,6 +404,7 @@ def patch_attention_output(
     remote: bool | str = False,
     cells_per_forward: int | None = None,
     memory_budget: int | None = None,
+    logits_at: int | Sequence[int] | None = None,
 ) -> Sweep:
     """Patch each block's attention contribution, one (layer, position) at a time: a ``[layer, position]`` Sweep.
 
@@ -362,7 +412,7 @@ def patch_attention_output(
     to the stream for its attention, after any post-norm) at that layer and
     position into the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget)
+    return _position_sweep(model, clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
 
 
 def patch_mlp_output(
@@ -377,6 +427,7 @@ def patch_mlp_output(
     remote: bool | str = False,
     cells_per_forward: int | None = None,
     memory_budget: int | None = None,
+    logits_at: int | Sequence[int] | None = None,
 ) -> Sweep:
     """Patch each block's MLP contribution, one (layer, position) at a time: a ``[layer, position]`` Sweep.
 
@@ -384,7 +435,7 @@ def patch_mlp_output(
     stream for its MLP, after any post-norm) at that layer and position into
     the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget)
+    return _position_sweep(model, clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
 
 
 def patch_heads(
@@ -399,6 +450,7 @@ def patch_heads(
     remote: bool | str = False,
     cells_per_forward: int | None = None,
     memory_budget: int | None = None,
+    logits_at: int | Sequence[int] | None = None,
 ) -> Sweep:
     """Patch each attention head's output at every position, one (layer, head) at a time: a ``[layer, head]`` Sweep.
 
@@ -419,5 +471,5 @@ def patch_heads(
     return _sweep(
         model, clean, corrupted, metric, site="self_attn.attention_head_outputs", layers=layers,
         column_axis="head", columns=columns, column_labels=lambda tokens, cols: [str(h) for h in cols],
-        write=write, progress=progress, remote=remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget,
+        write=write, progress=progress, remote=remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at,
     )  # fmt: skip
