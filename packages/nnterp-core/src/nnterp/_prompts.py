@@ -42,8 +42,7 @@ def check_tokens(model: Any, args: tuple, kwargs: dict, prompts: list) -> None:
     ids = ids if ids.ndim > 1 else ids.unsqueeze(0)
     mask = kwargs.get("attention_mask")
     mask = mask if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
-    # whether each row has a token, as one reduction read back (cheaper than reducing again to one flag)
-    filled = mask.any(-1).tolist() if mask is not None and ids.shape[-1] else []
+    filled = _filled(mask) if mask is not None and ids.shape[-1] else []
     if ids.shape[-1] == 0 or False in filled:
         row = 0 if ids.shape[-1] == 0 else filled.index(False)
         prompt = f" ({prompts[row]!r})" if row < len(prompts) else ""
@@ -72,8 +71,27 @@ def check_tokens(model: Any, args: tuple, kwargs: dict, prompts: list) -> None:
         )
 
 
+#: a batch of at most this many tokens is checked on its ids read back as lists: at a trace's start, with
+#: nothing warm, a torch reduction and its read-back cost about 20 us, reading back a few hundred numbers less
+SMALL = 512
+
+
+def _small(tensor: torch.Tensor) -> bool:
+    return tensor.is_cpu and tensor.ndim == 2 and tensor.numel() <= SMALL
+
+
+def _filled(mask: torch.Tensor) -> list[bool]:
+    """Whether each row of ``mask`` has a token: one flag a row."""
+    if _small(mask):
+        return [any(row) for row in mask.tolist()]
+    return mask.any(-1).tolist()
+
+
 def _outside(ids: torch.Tensor, rows: int) -> bool:
     """Whether some id lies outside ``0 .. rows - 1``: the smallest and largest in one pass."""
+    if _small(ids):
+        values = ids.tolist()
+        return min(map(min, values)) < 0 or max(map(max, values)) >= rows
     low, high = torch.aminmax(ids)
     return int(low) < 0 or int(high) >= rows
 
@@ -82,6 +100,8 @@ def vocabulary_rows(model: Any) -> int | None:
     """How many token ids the input embedding holds, or None where it is no plain embedding table."""
     embedding = model.__dict__.get("embed_tokens")
     module = getattr(embedding, "_module", None)
+    if isinstance(module, torch.nn.Embedding) and module.num_embeddings:
+        return int(module.num_embeddings)  # the common case, without the weight's lookup through Module.__getattr__
     weight = getattr(module, "weight", None)
     if not isinstance(module, torch.nn.Embedding) and not (isinstance(weight, torch.Tensor) and weight.ndim == 2):
         return None
