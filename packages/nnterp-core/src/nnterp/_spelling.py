@@ -57,7 +57,9 @@ def _step(node: Any, chain: list[Any], depth: int) -> tuple[str, int]:
 
 def spelled_cached(envoy: Any, value: str | None = None) -> str:
     """``spelled(envoy, value)``, worked out once per envoy and value (a read tags its tensor with it)."""
-    cache = envoy.__dict__.setdefault("_nnterp_spellings", {})
+    cache = envoy.__dict__.get("_nnterp_spellings")
+    if cache is None:
+        cache = envoy.__dict__["_nnterp_spellings"] = {}
     text = cache.get(value)
     if text is None:
         text = cache[value] = spelled(envoy, value)

@@ -37,11 +37,14 @@ Select = int | str | Callable[[Any], int | str | None] | None
 
 #: where an envoy keeps the values the proof at load withdrew from it (``nnterp.proof``): value name -> reason
 REFUTED = "_nnterp_refuted"
+#: what an object without a ``__dict__`` has refuted: nothing (shared, never written)
+_NONE: dict = {}
 
 
 def refutation(obj: Any, name: str) -> str | None:
     """Why the proof at load withdrew the value ``name`` from the envoy ``obj``, or None where it did not."""
-    return getattr(obj, "__dict__", {}).get(REFUTED, {}).get(name)
+    refuted = getattr(obj, "__dict__", _NONE).get(REFUTED)  # asked on every read: no dict made for the answer None
+    return None if refuted is None else refuted.get(name)
 
 
 class EProperty(eproperty):
