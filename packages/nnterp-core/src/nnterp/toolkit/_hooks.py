@@ -1,8 +1,8 @@
 """The read-only path on plain forward hooks: standard values read at module boundaries, without a trace.
 
-A call that only reads values (``cache_values``, ``extract_values``) pays a
-trace's fixed cost per forward: the workers, the interleaver's handoffs at
-every module, the save machinery. Where every value it asks for is what a
+A call that only reads values (``cache_values``, ``extract_values``, the
+streams of ``logit_lens``) pays a trace's fixed cost per forward: the
+workers, the interleaver's handoffs at every module, the save machinery. Where every value it asks for is what a
 module returns (or one element of it) or what a module is called with, the
 same tensors come off ``register_forward_hook`` / ``register_forward_pre_hook``
 on the HuggingFace modules around the model's plain forward.
@@ -125,7 +125,7 @@ def boundary(host: Any, value: str) -> Boundary | str:
     select = descriptor.select(host) if callable(descriptor.select) else descriptor.select
     if last == "input" and select is not None:
         return f"{value} selects inside a module's first input"
-    return Boundary(host, descriptor, module, last)
+    return Boundary(host, descriptor, module, last, host.root._module)
 
 
 def model_reason(model: Any, remote: Any = False) -> str | None:
@@ -168,8 +168,6 @@ def plan(model: Any, hosts: Sequence[tuple[Any, str]], remote: Any = False) -> l
         found.append(where)
     if found and not any(module is found[0].module for module in root.modules()):
         return "the envoys hold modules the model no longer runs"
-    for where in found:
-        object.__setattr__(where, "root", root)
     return found
 
 
