@@ -164,7 +164,8 @@ def profile(traces: int, top: int) -> None:
     stats = results["standard"].stats  # (file, line, function) -> (primitive calls, calls, own time, cumulative, callers)
     ours = [(key, value) for key, value in stats.items() if _ours(key[0])]
     own_total = sum(value[2] for _, value in ours)
-    print(f"nnterp's own functions: {own_total / traces * 1e3:.3f} ms own time per trace (under the profiler)\n")
+    calls = sum(value[1] for _, value in ours)
+    print(f"nnterp's own functions: {calls / traces:.0f} calls, {own_total / traces * 1e3:.3f} ms own time per trace (under the profiler)\n")
     for title, column in (("cumulative", 3), ("own time", 2)):
         print(f"## nnterp's functions by {title} per trace (calls per trace, own ms, cumulative ms)")
         for (filename, line, function), value in sorted(ours, key=lambda item: -item[1][column])[:top]:
