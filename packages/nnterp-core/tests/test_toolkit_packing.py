@@ -109,6 +109,8 @@ def test_a_batch_of_prompts_packs_cells_times_prompts(tiny_model, name):
 
 def block_calls(model):
     """Count the runs of each block's forward (a skipped block is called but its forward, and so its MLP, never runs)."""
+    with torch.no_grad(), model.trace(CLEAN):  # the first trace loads the weights, replacing the meta modules
+        pass
     counts = [0] * model.num_layers
     mlps = [model.layers[i].mlp._module for i in range(model.num_layers)]
     handles = [mlp.register_forward_pre_hook(lambda *_, i=i: counts.__setitem__(i, counts[i] + 1)) for i, mlp in enumerate(mlps)]
@@ -117,8 +119,6 @@ def block_calls(model):
 
 def test_a_pack_skips_the_blocks_before_its_layer(tiny_model):
     model = tiny_model("llama")
-    with torch.no_grad(), model.trace(CLEAN):
-        pass
     counts, handles = block_calls(model)
     try:
         result = patch_heads(model, CLEAN, CORRUPTED, metric_for(model), progress=False)
@@ -239,3 +239,28 @@ def test_logits_at_is_checked_before_the_model_runs(tiny_model):
     finally:
         hook.remove()
     assert not calls
+
+
+@pytest.mark.parametrize("name", ["hy_v4", "glm_moe_dsa"])
+def test_a_block_handing_on_a_state_beside_the_stream_is_not_skipped(tiny_model, name):
+    # HY-V4's blocks return (streams, top-k selection), which a later shared DSA layer reuses: skipped from block 0 they
+    # would hand on nothing, and the model raises
+    model = tiny_model(name)
+    assert all(model.layers[i].carries() for i in range(model.num_layers))
+    counts, handles = block_calls(model)
+    try:
+        result = patch_residual(model, CLEAN, CORRUPTED, metric_for(model), positions=[-1], progress=False)
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert counts == [2 + model.num_layers] * model.num_layers
+    for layer in range(model.num_layers):
+        expected = one_trace_per_cell(model, CLEAN, CORRUPTED, "layer_input", write_position, layer, [-1])
+        torch.testing.assert_close(result.values[layer], torch.tensor(expected), rtol=0, atol=tolerance(torch.float32))
+
+
+def test_the_estimate_reads_sizes_that_vary_by_layer(tiny_model):
+    # dots3's config refuses a global num_attention_heads (it varies by layer): the estimate takes the largest
+    model = tiny_model("dots3_note_text")
+    heads = max(layer.num_attention_heads for layer in model.text_config.per_layer_config)
+    assert estimate_row_bytes(model, 8) >= 8 * 2 * heads * 8 * 4

@@ -180,6 +180,15 @@ class Layer(Standard):
         None: the kit's ``skip_hands_on_hidden`` skips another block instead."""
         return None
 
+    def carries(self) -> str | None:
+        """What this block hands the next one beside the stream (a top-k selection later layers reuse), or None.
+
+        Its ``skip`` hands on what it was given instead; a run that skips it
+        together with every block before it would hand on nothing, so the
+        toolkit's packed sweeps run such blocks rather than skip them.
+        """
+        return None
+
     def read_beside_the_stream(self) -> str | None:
         """Why later blocks read this block's input by another way than the stream (a state it hands on, the embeddings
         every block takes), or None.

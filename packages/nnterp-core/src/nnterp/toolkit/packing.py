@@ -28,8 +28,12 @@ ACCELERATOR_SHARE = 0.5
 
 
 def _config_size(config: Any, *names: str) -> int | None:
+    """The first of ``names`` the config sets to a positive int; the largest over its layers where they differ."""
     for name in names:
-        value = getattr(config, name, None)
+        try:
+            value = getattr(config, name, None)
+        except Exception:  # a size that varies by layer (transformers' per-layer configs) refuses a global read
+            value = max((getattr(layer, name, 0) or 0 for layer in getattr(config, "per_layer_config", None) or ()), default=None)
         if isinstance(value, int) and value > 0:
             return value
     return None

@@ -197,14 +197,15 @@ def _skippable(model: Any, layer: int) -> bool:
     Those blocks compute exactly what the corrupted run computed (no patch acts
     before ``layer``), so their only output a later block reads is the stream
     entering ``layer``: unless one of them stores what a later block reuses
-    (``skip_breaks``) or hands something on beside the stream
-    (``read_beside_the_stream``), or the block does not serve ``layer_input``.
+    (``skip_breaks``), hands a state on beside the stream (``carries``) or has
+    later blocks read its input another way (``read_beside_the_stream``), or
+    the block does not serve ``layer_input``.
     """
     if layer == 0:
         return False
     for index in range(layer):
         block = model.layers[index]
-        if block.skip_breaks() is not None or block.read_beside_the_stream() is not None:
+        if block.skip_breaks() is not None or block.carries() is not None or block.read_beside_the_stream() is not None:
             return False
     return model.support(layer).get("layer_input") is None
 

@@ -21,6 +21,9 @@ class CarryingLayer(Layer):
     returns_tuple: ClassVar[bool] = True
     carried: ClassVar[tuple[str, int]] = ("prev_topk_indices", 6)
 
+    def carries(self) -> str | None:
+        return f"the state later blocks reuse ({self.carried[0]})"
+
     def skip(self, hidden: Any) -> None:
         args, kwargs = self.inputs
         name, position = self.carried

@@ -31,6 +31,9 @@ class HYV4Layer(StreamLayer):
     attention_collapsed = StreamLayer.attention_collapsed.at(select=1)
     mlp_collapsed = StreamLayer.mlp_collapsed.at(select=1)
 
+    def carries(self) -> str | None:
+        return "the top-k selection a later shared DSA layer reuses (prev_topk_indices)"
+
     def skip(self, hidden: Any) -> None:
         """Skip this block, handing ``hidden`` on as its streams and the top-k selection it received as its own.
 
