@@ -742,7 +742,7 @@ def extraction_rows(repeats: int, threads: int) -> list[str]:
 
 
 #: the items, in the table's order; `--only` names some of them
-ITEMS = ("construction", "reads", "contributions", "memory", "kit", "caching", "extraction", "sweeps")
+ITEMS = ("construction", "reads", "contributions", "memory", "kit", "caching", "extraction", "sweeps", "overhead", "hooks")
 
 #: the items an accelerator run measures (the others measure the CPU's resident memory, or run the kit on it)
 ACCELERATOR_ITEMS = ("construction", "reads", "contributions", "sweeps")
@@ -758,6 +758,8 @@ def item_of(header: str) -> str:
         ("queries, keys, values, pattern", "caching"),
         (": extraction", "extraction"),
         (": patching sweep", "sweeps"),
+        ("what a trace adds", "overhead"),
+        ("on the hooks path", "hooks"),
     ):
         if marker in header:
             return item
@@ -908,6 +910,17 @@ def main(argv: list[str] | None = None) -> int:
     if "extraction" in items:
         print("== extraction", flush=True)
         lines += extraction_rows(few, arguments.threads)
+    if "overhead" in items:
+        from overhead import overhead_item
+
+        print("== overhead", flush=True)
+        lines += rows_of("tiny Llama: what a trace adds, every block's layer_output (thread CPU time)", overhead_item(max(200, arguments.repeats * 30), cpu=True))
+    if "hooks" in items:
+        from hooks_path import hooks_path_item
+
+        print("== hooks", flush=True)
+        for label, path, repeats in (("GPT-2 small size", gpt2_small(), arguments.repeats), ("tiny GPT-2", tiny_gpt2(), arguments.repeats * 20)):
+            lines += rows_of(f"{label}: cache_values on the hooks path, every block's layer_output and contributions, 8 prompts", hooks_path_item(path, repeats))
     if "sweeps" in items:
         from sweeps import sweeps_item
 
