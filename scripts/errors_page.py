@@ -224,6 +224,30 @@ def too_long():
         output = gpt2.layers[0].layer_output.save()
 
 
+# -- the toolkit ------------------------------------------------------------------------
+
+
+@case("Toolkit", "A patching sweep whose cells do not fit its memory budget", "A sweep packs its cells along the batch axis; what one forward takes is estimated before the model runs (`nnterp.toolkit.packing`).")
+def sweep_over_budget():
+    from nnterp.toolkit import patch_heads
+
+    patch_heads(model, "John met Mary. J", "John met Mary. M", lambda logits: logits[0, -1, 0], memory_budget=100_000, progress=False)
+
+
+@case("Toolkit", "More cells per forward than the budget holds")
+def cells_over_budget():
+    from nnterp.toolkit import patch_heads
+
+    patch_heads(model, "John met Mary. J", "John met Mary. M", lambda logits: logits[0, -1, 0], cells_per_forward=64, memory_budget=2**20, progress=False)
+
+
+@case("Toolkit", "Positions for the logits out of order")
+def logits_at_out_of_order():
+    from nnterp.toolkit import patch_residual
+
+    patch_residual(model, "John met Mary. J", "John met Mary. M", lambda logits: logits[0, -1, 0], logits_at=[-1, 0], progress=False)
+
+
 # -- the page ---------------------------------------------------------------------------
 
 

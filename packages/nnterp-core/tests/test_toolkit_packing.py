@@ -6,8 +6,9 @@ from nnterp.tolerances import tolerance
 from nnterp.toolkit.packing import estimate_row_bytes
 from nnterp.toolkit.patching import patch_attention_output, patch_heads, patch_mlp_output, patch_residual
 
-# a dense pre-norm, GPT-2, a parallel block, a sandwich, a mixture of experts, a per-layer-input block, a recurrent one
-FAMILIES = ["llama", "gpt2", "gptj", "gemma2", "mixtral", "qwen3", "gemma4_text", "mamba"]
+# a dense pre-norm, GPT-2, a parallel block, a sandwich, a mixture of experts, a per-layer-input block, a recurrent one,
+# a parallel block with ALiBi, several residual streams: every family the toolkit's tests use and more
+FAMILIES = ["llama", "gpt2", "gptj", "gemma2", "mixtral", "qwen3", "gemma4_text", "mamba", "falcon", "deepseek_v4"]
 CLEAN = "Mary and John met. J gave it to"
 CORRUPTED = "Mary and John met. M gave it to"
 
@@ -26,10 +27,10 @@ def write_head(patched, source, head):
     patched[:, :, head] = source[:, :, head]
 
 
-#: families whose kernels round a row differently in a larger batch (the experts' matmuls take a batch-dependent share of
+#: families whose kernels round a row differently in a larger batch (two mixtures, whose experts' matmuls take a batch-dependent share of
 #: the tokens; Gemma 4's and Mamba's CPU kernels block by the batch): a cell's value there matches its own trace within
 #: float32 rounding, as the same prompt run alone and repeated does (test_the_rounding_is_the_batch_s_not_the_packing_s)
-BATCH_DEPENDENT = {"mixtral", "gemma4_text", "mamba"}
+BATCH_DEPENDENT = {"mixtral", "deepseek_v4", "gemma4_text", "mamba"}
 
 
 SWEEPS = {
@@ -166,7 +167,7 @@ def test_what_the_budget_cannot_hold_is_refused_before_the_model_runs(tiny_model
     seq = len(model.tokenizer(CLEAN)["input_ids"])
     cell = estimate_row_bytes(model, seq)
     try:
-        with pytest.raises(MemoryError, match=r"one patching cell .* estimated at .* MB, over the memory budget"):
+        with pytest.raises(MemoryError, match=r"one patching cell .* estimated at .* [kM]B, over the memory budget"):
             patch_residual(model, CLEAN, CORRUPTED, metric_for(model), memory_budget=cell - 1, progress=False)
         with pytest.raises(MemoryError, match=r"cells_per_forward=3 is estimated at .* which holds 2: pass cells_per_forward=2"):
             patch_heads(model, CLEAN, CORRUPTED, metric_for(model), cells_per_forward=3, memory_budget=2 * cell, progress=False)

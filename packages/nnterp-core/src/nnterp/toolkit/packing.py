@@ -78,7 +78,8 @@ def default_budget(model: Any) -> int:
 
 
 def _mb(count: int) -> str:
-    return f"{count / 2**20:,.1f} MB"
+    """Bytes as MB (kB below one MB), so two sizes a message sets side by side read apart."""
+    return f"{count / 2**20:,.1f} MB" if count >= 2**20 else f"{count / 2**10:,.1f} kB"
 
 
 @dataclass(frozen=True)
