@@ -16,12 +16,14 @@ The three are checked equal, tensor for tensor, before timing.
 
 from __future__ import annotations
 
-import statistics
-import time
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import interleaved  # noqa: E402
 
 #: eight prompts of a few lengths, so the batch is left-padded
 PROMPTS = [
@@ -91,21 +93,6 @@ def hand_written(path: Path) -> Callable[[], dict[str, torch.Tensor]]:
     return run
 
 
-def _interleaved(variants: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2) -> dict[str, float]:
-    names = list(variants)
-    for _ in range(warmup):
-        for name in names:
-            variants[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(repeats):
-        for offset in range(len(names)):
-            name = names[(round_ + offset) % len(names)]
-            start = time.perf_counter()
-            variants[name]()
-            times[name].append((time.perf_counter() - start) * 1e3)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def hooks_path_item(path: Path, repeats: int) -> dict[str, float]:
     """Median milliseconds of each variant, keyed by row label (hooks by hand first), interleaved on one torch thread."""
     from nnterp import StandardizedTransformer
@@ -130,6 +117,6 @@ def hooks_path_item(path: Path, repeats: int) -> dict[str, float]:
             assert torch.equal(fast[name], slow[name]), name
             # a padded position's value is whatever the model computes there: compare the real tokens
             assert torch.allclose(fast[name][mask], floor[name][mask], atol=1e-5, rtol=1e-4), name
-        return _interleaved({HAND: by_hand, HOOKS: hooked, NNSIGHT: traced}, repeats)
+        return interleaved({HAND: by_hand, HOOKS: hooked, NNSIGHT: traced}, repeats)
     finally:
         torch.set_num_threads(threads)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -105,22 +104,6 @@ class Tiny:
         return {LABELS[name]: getattr(self, name) for name in LABELS}
 
 
-def interleaved_cpu(variants: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2) -> dict[str, float]:
-    """``run.interleaved``, timed by this thread's CPU time: median milliseconds of each variant."""
-    names = list(variants)
-    for _ in range(warmup):
-        for name in names:
-            variants[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(repeats):
-        for offset in range(len(names)):
-            name = names[(round_ + offset) % len(names)]
-            start = time.thread_time()
-            variants[name]()
-            times[name].append((time.thread_time() - start) * 1e3)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def overhead_item(repeats: int = 500, cpu: bool = False) -> dict[str, float]:
     """Median milliseconds of each variant, keyed by row label, the variants interleaved on one torch thread.
 
@@ -132,7 +115,7 @@ def overhead_item(repeats: int = 500, cpu: bool = False) -> dict[str, float]:
         tiny = Tiny()
         standard, native = tiny.standard(), tiny.native()
         assert all(torch.equal(a, b) for a, b in zip(standard, native)), "the two reads must serve the same tensors"
-        return (interleaved_cpu if cpu else interleaved)(tiny.variants(), repeats, warmup=20)
+        return interleaved(tiny.variants(), repeats, warmup=20, clock=time.thread_time if cpu else time.perf_counter)
     finally:
         torch.set_num_threads(threads)
 

@@ -1,5 +1,7 @@
 """Packed patching sweeps: many cells to a forward, each cell's value exactly what one trace of that cell alone gives."""
 
+import contextlib
+
 import pytest
 import torch
 from nnterp.tolerances import tolerance
@@ -108,24 +110,25 @@ def test_a_batch_of_prompts_packs_cells_times_prompts(tiny_model, name):
         assert result.values[row].tolist() == expected
 
 
-def block_calls(model):
-    """Count the runs of each block's forward (a skipped block is called but its forward, and so its MLP, never runs)."""
+@contextlib.contextmanager
+def block_runs(model):
+    """Count the runs of each block's forward while open (a skipped block is called but its forward, and so its MLP, never runs)."""
     with torch.no_grad(), model.trace(CLEAN):  # the first trace loads the weights, replacing the meta modules
         pass
     counts = [0] * model.num_layers
     mlps = [model.layers[i].mlp._module for i in range(model.num_layers)]
     handles = [mlp.register_forward_pre_hook(lambda *_, i=i: counts.__setitem__(i, counts[i] + 1)) for i, mlp in enumerate(mlps)]
-    return counts, handles
+    try:
+        yield counts
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def test_a_pack_skips_the_blocks_before_its_layer(tiny_model):
     model = tiny_model("llama")
-    counts, handles = block_calls(model)
-    try:
+    with block_runs(model) as counts:
         result = patch_heads(model, CLEAN, CORRUPTED, metric_for(model), progress=False)
-    finally:
-        for handle in handles:
-            handle.remove()
     layers = model.num_layers
     assert result.forwards == layers
     # the clean and the corrupted run reach every block; the pack of layer i runs blocks i and after
@@ -135,12 +138,8 @@ def test_a_pack_skips_the_blocks_before_its_layer(tiny_model):
 def test_a_block_read_beside_the_stream_is_not_skipped(tiny_model):
     model = tiny_model("gemma4_text")
     assert any(model.layers[i].read_beside_the_stream() for i in range(model.num_layers))
-    counts, handles = block_calls(model)
-    try:
+    with block_runs(model) as counts:
         result = patch_residual(model, CLEAN, CORRUPTED, metric_for(model), positions=[-1], progress=False)
-    finally:
-        for handle in handles:
-            handle.remove()
     assert result.forwards == model.num_layers
     assert counts == [2 + model.num_layers] * model.num_layers
 
@@ -248,12 +247,8 @@ def test_a_block_handing_on_a_state_beside_the_stream_is_not_skipped(tiny_model,
     # would hand on nothing, and the model raises
     model = tiny_model(name)
     assert all(model.layers[i].carries() for i in range(model.num_layers))
-    counts, handles = block_calls(model)
-    try:
+    with block_runs(model) as counts:
         result = patch_residual(model, CLEAN, CORRUPTED, metric_for(model), positions=[-1], progress=False)
-    finally:
-        for handle in handles:
-            handle.remove()
     assert counts == [2 + model.num_layers] * model.num_layers
     for layer in range(model.num_layers):
         expected = one_trace_per_cell(model, CLEAN, CORRUPTED, "layer_input", write_position, layer, [-1])
