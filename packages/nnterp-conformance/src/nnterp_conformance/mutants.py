@@ -3,7 +3,8 @@ put it, and the check that must fail on it. The kit is as strong as the mutants 
 
 ``standard_mutants(checkpoint)`` proposes the mistakes any family can make (queries and keys swapped, the pattern read
 at the scores, the values read as the keys, one norm's output for another); a family's tests add the ones its own
-arithmetic invites (the project's are in ``packages/nnterp-text/tests/test_mutants.py``). ``killed(mutant)`` runs the
+arithmetic invites (the project's are in ``packages/nnterp-text/tests/test_mutants.py``); ``hooks_path_mutants(checkpoint)``
+the mistakes of the toolkit's hooks path the checkpoint's values are read through (a ``Mutant``'s ``patches``). ``killed(mutant)`` runs the
 mutant's check on the family and on the mutant::
 
     from nnterp_conformance.mutants import killed, standard_mutants
@@ -14,7 +15,8 @@ mutant's check on the family and on the mutant::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,9 @@ class Mutant:
     reason: str
     #: what the checkpoint is loaded with besides its own keyword arguments (``{"dtype": torch.bfloat16}``)
     load: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    #: attributes of nnterp's own code replaced while the mutant is judged, ``(owner, attribute) -> replacement``: a
+    #: mistake in a path the family's values are read through (the toolkit's hooks path) rather than in a component
+    patches: Mapping[tuple[Any, str], Any] = field(default_factory=dict, repr=False)
 
 
 def moved(component: type, reason: str, called: str | None = None, **values: Any) -> type:
@@ -241,6 +246,32 @@ def _mlp_mutants(model: Any, mlp: Any, on: Callable[..., None]) -> None:
            "routed_output pointed at the mixture's output, which already holds the shared expert's share", routed_output="mixture_output")
 
 
+def hooks_path_mutants(checkpoint: str) -> list[Mutant]:
+    """The mistakes the toolkit's hooks path (``nnterp.toolkit._hooks``) can be given, on ``checkpoint``, each killed by
+    ``hooks_path_reads_the_traced_values``, the one check that runs that path: the model called with the tokenizer's
+    batch as it is, not with the inputs a trace builds (``_batch``: a left-padded row's positions numbered from its
+    first real token, the family's position shift, the model's dtype). Proposed where the check passes on the family."""
+    from nnterp.toolkit import _hooks
+
+    model, _ = _components(checkpoint)
+    reason = (
+        "the hooks path calls the model with the tokenizer's input_ids and attention_mask as they are: a left-padded row's "
+        "positions then count its padding, where the trace numbers them from its first real token"
+    )
+    mutants = [
+        Mutant(f"{checkpoint}: hooks path called with the tokenizer's batch", checkpoint, {}, "hooks_path_reads_the_traced_values",
+               "reads another tensor than the trace", reason, patches={(_hooks, "model_inputs"): _as_tokenized}),
+    ]
+    return _judged_here(model, mutants)
+
+
+def _as_tokenized(model: Any, inputs: tuple, kwargs: dict | None = None) -> tuple[tuple, dict]:
+    """``_hooks.model_inputs`` written carelessly: the invoke's tokenizer batch handed to the model as it is, on its device."""
+    (batch,) = inputs
+    device = model.device
+    return (), {key: value.to(device) if device is not None else value for key, value in batch.items()}
+
+
 def killed(mutant: Mutant, case: Any = None) -> Any:
     """The verdict of the mutant's check on the mutant (after it passed on the family); a kill is a failure naming its identity."""
     from nnterp.registry import checkpoint_family, family_named
@@ -254,7 +285,22 @@ def killed(mutant: Mutant, case: Any = None) -> Any:
     if passed.status != "pass":
         raise AssertionError(f"{mutant.name}: {mutant.check} does not pass on the family itself: {passed}")
     family = with_envoys(family_named(checkpoint_family(mutant.checkpoint)), dict(mutant.envoys), name=f"mutant_{mutant.checkpoint}")
-    return verdict(mutant.check, load(mutant.checkpoint, family=family, **mutant.load), case)
+    model = load(mutant.checkpoint, family=family, **mutant.load)
+    with patched(mutant.patches):
+        return verdict(mutant.check, model, case)
+
+
+@contextmanager
+def patched(patches: Mapping[tuple[Any, str], Any]) -> Iterator[None]:
+    """Each ``(owner, attribute)`` of ``patches`` set to its replacement for the block, then put back."""
+    kept = [(owner, attribute, getattr(owner, attribute)) for owner, attribute in patches]
+    try:
+        for (owner, attribute), replacement in patches.items():
+            setattr(owner, attribute, replacement)
+        yield
+    finally:
+        for owner, attribute, original in reversed(kept):
+            setattr(owner, attribute, original)
 
 
 def score(mutants: list[Mutant], progress: Callable[[Mutant, Any], None] | None = None) -> tuple[int, int]:
