@@ -35,9 +35,8 @@ from typing import Any, Callable
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import PROMPTS, interleaved, plain_nnsight  # noqa: E402
+from run import Loaded, interleaved  # noqa: E402
 
-from nnterp import StandardizedTransformer  # noqa: E402
 
 LABELS = {
     "forward": "plain forward",
@@ -48,60 +47,22 @@ LABELS = {
 }
 
 
-class Tiny:
-    """The tiny Llama loaded three ways (transformers, nnsight, nnterp), on the same weights and prompts."""
+def variants(loaded: Loaded) -> dict[str, Callable[[], Any]]:
+    """The five variants, by row label, on the tiny Llama loaded three ways (``run.Loaded``)."""
+    methods = {
+        "forward": loaded.plain_forward,
+        "hooks": loaded.hooked_layer_outputs,
+        "empty": loaded.nnsight_empty_trace,
+        "native": loaded.nnsight_layer_outputs,
+        "standard": loaded.nnterp_layer_outputs,
+    }
+    return {LABELS[name]: methods[name] for name in LABELS}
 
-    def __init__(self) -> None:
-        from nnterp_conformance.checkpoints import tiny_checkpoint
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        path = tiny_checkpoint("llama")
-        self.nnterp = StandardizedTransformer(path, attn_implementation="eager")
-        self.nnsight = plain_nnsight(path, attn_implementation="eager")
-        self.hf = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        tokenizer.padding_side = "left"
-        self.inputs = tokenizer(PROMPTS, return_tensors="pt", padding=True)
-        self.blocks = len(self.hf.model.layers)
-        for model in (self.nnterp, self.nnsight):
-            with torch.no_grad(), model.trace(PROMPTS):
-                pass
+def tiny_llama() -> Loaded:
+    from nnterp_conformance.checkpoints import tiny_checkpoint
 
-    def forward(self) -> Any:
-        with torch.no_grad():
-            return self.hf(**self.inputs)
-
-    def hooks(self) -> list:
-        saved: list = []
-        handles = [block.register_forward_hook(lambda _m, _i, out: saved.append(out)) for block in self.hf.model.layers]
-        try:
-            with torch.no_grad():
-                self.hf(**self.inputs)
-        finally:
-            for handle in handles:
-                handle.remove()
-        return saved
-
-    def empty(self) -> None:
-        with torch.no_grad(), self.nnsight.trace(PROMPTS):
-            pass
-
-    def native(self) -> list:
-        saved: list = []
-        with torch.no_grad(), self.nnsight.trace(PROMPTS):
-            for i in range(self.blocks):
-                saved.append(self.nnsight.model.layers[i].output.save())
-        return saved
-
-    def standard(self) -> list:
-        saved: list = []
-        with torch.no_grad(), self.nnterp.trace(PROMPTS):
-            for i in range(self.blocks):
-                saved.append(self.nnterp.layers[i].layer_output.save())
-        return saved
-
-    def variants(self) -> dict[str, Callable[[], Any]]:
-        return {LABELS[name]: getattr(self, name) for name in LABELS}
+    return Loaded(tiny_checkpoint("llama"))
 
 
 def overhead_item(repeats: int = 500, cpu: bool = False) -> dict[str, float]:
@@ -112,10 +73,10 @@ def overhead_item(repeats: int = 500, cpu: bool = False) -> dict[str, float]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        tiny = Tiny()
-        standard, native = tiny.standard(), tiny.native()
+        tiny = tiny_llama()
+        standard, native = tiny.nnterp_layer_outputs(), tiny.nnsight_layer_outputs()
         assert all(torch.equal(a, b) for a, b in zip(standard, native)), "the two reads must serve the same tensors"
-        return interleaved(tiny.variants(), repeats, warmup=20, clock=time.thread_time if cpu else time.perf_counter)
+        return interleaved(variants(tiny), repeats, warmup=20, clock=time.thread_time if cpu else time.perf_counter)
     finally:
         torch.set_num_threads(threads)
 
@@ -127,19 +88,20 @@ def _ours(filename: str) -> bool:
 def profile(traces: int, top: int) -> None:
     """cProfile over ``traces`` standard-name and native traces: calls per trace, and nnterp's functions by time."""
     torch.set_num_threads(1)
-    tiny = Tiny()
+    tiny = tiny_llama()
+    reads = {"native": tiny.nnsight_layer_outputs, "standard": tiny.nnterp_layer_outputs}
     for _ in range(20):
-        tiny.standard(), tiny.native()
+        reads["standard"](), reads["native"]()
     results = {}
     for name in ("native", "standard"):
         profiler = cProfile.Profile()
-        run = getattr(tiny, name)
+        run = reads[name]
         profiler.enable()
         for _ in range(traces):
             run()
         profiler.disable()
         results[name] = pstats.Stats(profiler)
-    print(f"# {traces} traces each, tiny Llama ({tiny.blocks} blocks), one torch thread\n")
+    print(f"# {traces} traces each, tiny Llama ({tiny.layers} blocks), one torch thread\n")
     for name, stats in results.items():
         print(f"{LABELS[name]:<32} {stats.total_calls / traces:8.0f} function calls per trace ({stats.prim_calls / traces:.0f} primitive)")
     extra = results["standard"].total_calls - results["native"].total_calls
