@@ -201,3 +201,32 @@ def test_the_logit_lens_traces_a_projection_of_the_familys_own(tiny_model):
         assert logit_lens(model, PROMPTS).shape[:2] == (len(PROMPTS), model.num_layers)
     finally:
         model.family = family
+
+
+def test_a_kept_plan_follows_the_proofs_refutations_and_a_reason_a_function_decides(tiny_model):
+    from nnterp.descriptors import REFUTED, withdraw
+    from nnterp.errors import Unavailable
+
+    model = tiny_model("gpt2")
+    names = ["layers.0.layer_output"]
+    assert cache_values(model, PROMPTS, names, progress=False).engine == "hooks"  # the plan is kept
+    block = model.layers[0]
+    withdraw(block, "layer_output", "withdrawn by this test")
+    try:
+        with pytest.raises(Unavailable, match="withdrawn by this test"):
+            cache_values(model, PROMPTS, names, progress=False)
+    finally:
+        block.__dict__.pop(REFUTED)
+    assert cache_values(model, PROMPTS, names, progress=False).engine == "hooks"
+    descriptor, gone = type(block).layer_output, []
+    kept = descriptor._unavailable
+    descriptor._unavailable = lambda envoy: gone[0] if gone else None
+    model.__dict__.pop("_nnterp_value_plans")  # plans made before the class changed (classes are fixed once loaded)
+    try:
+        assert cache_values(model, PROMPTS, names, progress=False).engine == "hooks"
+        gone.append("gone since the last call")
+        with pytest.raises(Unavailable, match="gone since the last call"):
+            cache_values(model, PROMPTS, names, progress=False)
+    finally:
+        descriptor._unavailable = kept
+    assert cache_values(model, PROMPTS, names, progress=False).engine == "hooks"

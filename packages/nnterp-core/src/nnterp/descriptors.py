@@ -41,6 +41,21 @@ REFUTED = "_nnterp_refuted"
 _NONE: dict = {}
 
 
+#: how many values the proof has withdrawn, on any model: what a memo of which values are available keys on
+_withdrawals = [0]
+
+
+def withdraw(obj: Any, name: str, reason: str) -> None:
+    """Make the value ``name`` of the envoy ``obj`` unavailable with ``reason`` (the proof's refutation), and say so to memos."""
+    obj.__dict__.setdefault(REFUTED, {})[name] = reason
+    _withdrawals[0] += 1
+
+
+def withdrawals() -> int:
+    """How many refutations have been recorded so far (``withdraw``): a memo made at another count may be stale."""
+    return _withdrawals[0]
+
+
 def refutation(obj: Any, name: str) -> str | None:
     """Why the proof at load withdrew the value ``name`` from the envoy ``obj``, or None where it did not."""
     refuted = getattr(obj, "__dict__", _NONE).get(REFUTED)  # asked on every read: no dict made for the answer None

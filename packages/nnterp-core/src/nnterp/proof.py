@@ -32,7 +32,7 @@ import torch
 
 from .components import Mlp
 from .components.standard import Standard
-from .descriptors import REFUTED
+from .descriptors import withdraw
 from .tolerances import close, coarsest
 
 #: the prompt's length, in tokens; the ids are drawn from this seed, so every proof reads the same prompt
@@ -95,7 +95,7 @@ def withdrawn(model: Any, refuted: dict[tuple[int | None, str], str]) -> None:
         for step in path:
             host = host.__dict__.get(step)
         if host is not None:
-            host.__dict__.setdefault(REFUTED, {})[value] = reason
+            withdraw(host, value, reason)
 
 
 class _Reads:

@@ -147,8 +147,26 @@ def model_reason(model: Any, remote: Any = False) -> str | None:
     return None
 
 
-def plan(model: Any, hosts: Sequence[tuple[Any, str]], remote: Any = False) -> list[Boundary] | str:
-    """Where each ``(host, value)`` is read at a module boundary; or why the call goes to the nnsight path."""
+def locate(hosts: Sequence[tuple[Any, str]]) -> list[Boundary] | str:
+    """Each ``(host, value)``'s boundary on the loaded model, or why the first that is at none is not (``boundary``)."""
+    found: list[Boundary] = []
+    for host, value in hosts:
+        where = boundary(host, value)
+        if isinstance(where, str):
+            return where
+        found.append(where)
+    return found
+
+
+def plan(
+    model: Any, hosts: Sequence[tuple[Any, str]], remote: Any = False, memo: dict | None = None
+) -> list[Boundary] | str:
+    """Where each ``(host, value)`` is read at a module boundary; or why the call goes to the nnsight path.
+
+    ``memo`` (a dict the caller keeps while the model's modules and refutations stay as they were, ``cache_values``'
+    per-model plans) keeps what ``locate`` found for these hosts, so a later call asks only what can change between
+    calls: the model and the call (``model_reason``), its weights, and whether its modules are still the ones run.
+    """
     reason = model_reason(model, remote)
     if reason is not None:
         return reason
@@ -160,27 +178,32 @@ def plan(model: Any, hosts: Sequence[tuple[Any, str]], remote: Any = False) -> l
         if any(parameter.is_meta for parameter in root.parameters()):
             return "the model holds meta weights"
         model.__dict__["_nnterp_real_weights"] = root  # asked once per loaded module: weights do not go back to meta
-    found: list[Boundary] = []
-    for host, value in hosts:
-        where = boundary(host, value)
-        if isinstance(where, str):
-            return where
-        found.append(where)
+    if memo is None:
+        found = locate(hosts)
+    else:
+        located = memo.get("located")
+        if located is None or located[0] is not root:  # found on other modules (before a dispatch): find again
+            located = memo["located"] = (root, locate(hosts))
+        found = located[1]
+    if isinstance(found, str):
+        return found
     if found and not any(module is found[0].module for module in root.modules()):
         return "the envoys hold modules the model no longer runs"
     return found
 
 
-def choose(model: Any, hosts: Sequence[tuple[Any, str]], engine: str, remote: Any = False) -> tuple[list[Boundary] | None, str]:
+def choose(
+    model: Any, hosts: Sequence[tuple[Any, str]], engine: str, remote: Any = False, memo: dict | None = None
+) -> tuple[list[Boundary] | None, str]:
     """The boundaries to read (None: the nnsight path) and what to record: ``"hooks"``, or why nnsight ran.
 
-    ``engine="hooks"`` where a value does not qualify is a ``ValueError`` saying which and why.
+    ``engine="hooks"`` where a value does not qualify is a ``ValueError`` saying which and why. ``memo``: ``plan``'s.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}: pass one of {', '.join(map(repr, ENGINES))}")
     if engine == "nnsight":
         return None, "engine='nnsight' was asked for"
-    found = plan(model, hosts, remote)
+    found = plan(model, hosts, remote, memo)
     if isinstance(found, str):
         if engine == "hooks":
             raise ValueError(f"engine='hooks': {found}; pass engine='auto' or 'nnsight' to read it through a trace")

@@ -20,7 +20,8 @@ from nnsight.intervention.interleaver import OutOfOrderError
 from tqdm.auto import tqdm
 
 from ..components.standard import Standard
-from ..descriptors import declared_values
+from ..components.layer import RESIDUAL_TERMS
+from ..descriptors import declared_values, withdrawals
 from ..errors import Unavailable
 from . import _hooks as hooks
 from .names import Layout, hook_of, standard_name
@@ -325,30 +326,28 @@ def cache_values(
     if not prompts:
         raise ValueError("no prompts")
     names = [names] if isinstance(names, str) else list(names)
-    standard = [standard_name(model, name) for name in names]
-    spellings = _spellings(model, names)
-    requested = expand_names(model, standard)
+    planned = _planned(model, names)
+    requested, hosts = planned.requested, planned.hosts
     if stop_at_layer is not None:
         stop_at_layer %= model.num_layers
-        served_first = _root_values(model)[0]
         beyond = [
             name
             for name in requested
-            if name not in served_first and (_layer_of(name) is None or _layer_of(name) > stop_at_layer)
+            if name not in planned.served_first and (_layer_of(name) is None or _layer_of(name) > stop_at_layer)
         ]
         if beyond:
             raise ValueError(f"stop_at_layer={stop_at_layer} ends the forward before {', '.join(beyond)}")
     if stop_at_layer is None:
         # nothing read after the blocks (logits): each forward ends after the last block a value needs
-        stop_at_layer = last_block_needed(model, requested)
-    hosts = [_host(model, name) for name in requested]
-    boundaries, ran = hooks.choose(model, hosts, engine, remote)
+        stop_at_layer = planned.stop
+    boundaries, ran = hooks.choose(model, hosts, engine, remote, planned.located)
 
     encoding = model.tokenizer(list(prompts), padding=True, return_tensors="pt")
     input_ids, attention_mask = encoding["input_ids"], encoding["attention_mask"]
     values: list[Tensor] = []
     separate: bool | None = None  # found on the first traced batch: whether the values need one worker each
-    for start in tqdm(range(0, len(prompts), batch_size), desc="cache_values", disable=not progress):
+    starts = range(0, len(prompts), batch_size)
+    for start in tqdm(starts, desc="cache_values") if progress else starts:
         batch = {
             "input_ids": input_ids[start : start + batch_size],
             "attention_mask": attention_mask[start : start + batch_size],
@@ -384,12 +383,77 @@ def cache_values(
         for whole, part in zip(values, found):
             whole[start : start + part.shape[0]] = part
         del found
-    terms = {index: _block_terms(model, index) for index in range(model.num_layers)}
     engine_ran, fallback = ("hooks", None) if boundaries is not None else ("nnsight", ran)
     return ValueCache(
         dict(zip(requested, values)), input_ids, attention_mask, model.num_layers,
-        spellings=spellings, contributions=terms, engine=engine_ran, fallback=fallback,
+        spellings=planned.spellings, contributions=planned.terms, engine=engine_ran, fallback=fallback,
     )
+
+
+#: where a model keeps ``cache_values``' plans: ``(root module, withdrawals, {names: _Plan})``
+_PLANS = "_nnterp_value_plans"
+#: the most lists of names a model keeps plans for (past it, the memo starts over)
+_MOST_PLANS = 64
+
+
+class _Plan:
+    """What a ``cache_values`` call's names come to on a model, before anything runs: a function of the model's
+    classes, its loaded modules and the proof's refutations, kept per model (``_planned``) so each call does not
+    work it out again."""
+
+    __slots__ = ("spellings", "requested", "hosts", "served_first", "stop", "terms", "checks", "located")
+
+    def __init__(self, model: Any, names: list[str]) -> None:
+        standard = [standard_name(model, name) for name in names]
+        self.spellings = _spellings(model, names)
+        self.requested = expand_names(model, standard)
+        #: the root values served before the blocks run (what ``stop_at_layer`` does not end)
+        self.served_first = _root_values(model)[0]
+        #: the block each forward may end after, where nothing is read after the blocks
+        self.stop = last_block_needed(model, self.requested)
+        self.hosts = [_host(model, name) for name in self.requested]
+        #: each block's terms, what ``ValueCache.contributions`` holds
+        self.terms = {index: _block_terms(model, index) for index in range(model.num_layers)}
+        #: the availabilities a function decides (a family's reason reading the config, the attention kernel...):
+        #: ``(host, descriptor, reason)``, asked again on each call that reuses the plan
+        self.checks = _asked_each_call(model, self.hosts)
+        #: the hooks path's memo (``_hooks.plan``): where each value sits on the loaded modules
+        self.located: dict = {}
+
+    def holds(self) -> bool:
+        """Whether every availability a function decides is still what it was when the plan was made."""
+        return all(descriptor.reason(host) == reason for host, descriptor, reason in self.checks)
+
+
+def _asked_each_call(model: Any, hosts: list[tuple[Any, str]]) -> list[tuple[Any, Any, str | None]]:
+    """The requested values, and every block's residual terms (``contributions()``), whose availability a function
+    decides rather than a string: what a kept plan asks again."""
+    pairs = [(host, getattr(type(host), value)) for host, value in hosts]
+    for index in range(model.num_layers):
+        block = model.layers[index]
+        declared = declared_values(type(block))
+        pairs += [(block, declared[term]) for term in RESIDUAL_TERMS if term in declared]
+    return [(host, descriptor, descriptor.reason(host)) for host, descriptor in pairs if callable(descriptor._unavailable)]
+
+
+def _planned(model: Any, names: list[str]) -> _Plan:
+    """``_Plan(model, names)``, kept on the model while its loaded modules and the proof's refutations are as they were.
+
+    A plan that raised is not kept (the next call raises again). Calls that name TransformerLens hooks are
+    planned afresh each time: their translation asks the model's configuration.
+    """
+    if any(hook_of(name) is not None for name in names):
+        return _Plan(model, names)
+    root, withdrawn = model._module, withdrawals()
+    memo = model.__dict__.get(_PLANS)
+    if memo is None or memo[0] is not root or memo[1] != withdrawn or len(memo[2]) >= _MOST_PLANS:
+        memo = model.__dict__[_PLANS] = (root, withdrawn, {})
+    key = tuple(names)
+    kept = memo[2].get(key)
+    if kept is not None and kept.holds():
+        return kept
+    kept = memo[2][key] = _Plan(model, names)
+    return kept
 
 
 def _spellings(model: Any, names: list[str]) -> dict[str, tuple[str, Layout]]:
