@@ -246,13 +246,18 @@ def read(
         by_place.setdefault((id(where.module), where.last), []).append(index)
         modules[id(where.module)] = where.module
 
+    target = None if device is None else torch.device(device)
+
     def keep(indices: list[int], raw: Any) -> None:
         for index in indices:
             if taken[index] is not None:
                 continue  # a module called again: the first call is the one a trace reads
             tensor = boundaries[index].take(raw)
             cast = dtype if dtype is not None and tensor.is_floating_point() else None
-            taken[index] = tensor.detach().to(device=device, dtype=cast, copy=True)
+            if cast is None and (target is None or tensor.device == target):
+                taken[index] = tensor.detach().clone()  # what .to(copy=True) makes here, without parsing its arguments
+            else:
+                taken[index] = tensor.detach().to(device=device, dtype=cast, copy=True)
             remaining[0] -= 1
         if remaining[0] == 0:
             raise _Done
