@@ -230,3 +230,18 @@ def test_a_kept_plan_follows_the_proofs_refutations_and_a_reason_a_function_deci
     finally:
         descriptor._unavailable = kept
     assert cache_values(model, PROMPTS, names, progress=False).engine == "hooks"
+
+
+def test_an_edited_copy_plans_its_own_reads(tiny_model):
+    model = tiny_model("gpt2")
+    names = ["layers.0.layer_output", "logits"]
+    plain = cache_values(model, PROMPTS, names, progress=False)  # a plan kept on the model, copied with its __dict__
+    with model.edit() as (_tracer, edited):
+        edited.layers[0].layer_output[:] = 0
+    zeroed = cache_values(edited, PROMPTS, names, progress=False)
+    assert zeroed.engine == "nnsight" and not zeroed["layers.0.layer_output"].any()
+    assert not torch.equal(zeroed["logits"], plain["logits"])
+    again = cache_values(model, PROMPTS, names, progress=False)
+    assert again.engine == "hooks" or "logits" in again.fallback
+    for name in names:
+        assert torch.equal(again[name], plain[name]), name

@@ -390,7 +390,7 @@ def cache_values(
     )
 
 
-#: where a model keeps ``cache_values``' plans: ``(root module, withdrawals, {names: _Plan})``
+#: where a model keeps ``cache_values``' plans: ``(id(model), root module, withdrawals, {names: _Plan})``
 _PLANS = "_nnterp_value_plans"
 #: the most lists of names a model keeps plans for (past it, the memo starts over)
 _MOST_PLANS = 64
@@ -446,13 +446,15 @@ def _planned(model: Any, names: list[str]) -> _Plan:
         return _Plan(model, names)
     root, withdrawn = model._module, withdrawals()
     memo = model.__dict__.get(_PLANS)
-    if memo is None or memo[0] is not root or memo[1] != withdrawn or len(memo[2]) >= _MOST_PLANS:
-        memo = model.__dict__[_PLANS] = (root, withdrawn, {})
+    # the model's id: an edited copy (model.edit()) starts from a copy of its __dict__, and its own root values
+    # are read on it, not on the model it was copied from
+    if memo is None or memo[0] != id(model) or memo[1] is not root or memo[2] != withdrawn or len(memo[3]) >= _MOST_PLANS:
+        memo = model.__dict__[_PLANS] = (id(model), root, withdrawn, {})
     key = tuple(names)
-    kept = memo[2].get(key)
+    kept = memo[3].get(key)
     if kept is not None and kept.holds():
         return kept
-    kept = memo[2][key] = _Plan(model, names)
+    kept = memo[3][key] = _Plan(model, names)
     return kept
 
 
