@@ -340,40 +340,18 @@ def cache_values(
     if stop_at_layer is None:
         # nothing read after the blocks (logits): each forward ends after the last block a value needs
         stop_at_layer = planned.stop
-    boundaries, ran = hooks.choose(model, hosts, engine, remote, planned.located)
+    reader = BatchReader(model, hosts, requested, stop_at_layer, device, dtype, remote, engine, planned.located)
 
     encoding = model.tokenizer(list(prompts), padding=True, return_tensors="pt")
     input_ids, attention_mask = encoding["input_ids"], encoding["attention_mask"]
     values: list[Tensor] = []
-    separate: bool | None = None  # found on the first traced batch: whether the values need one worker each
     starts = range(0, len(prompts), batch_size)
     for start in tqdm(starts, desc="cache_values") if progress else starts:
         batch = {
             "input_ids": input_ids[start : start + batch_size],
             "attention_mask": attention_mask[start : start + batch_size],
         }
-        read = partial(_read_batch, model, batch, hosts, requested, stop_at_layer, device, dtype, remote)
-        found = None
-        if boundaries is not None:
-            try:
-                found = hooks.read(model, boundaries, (batch,), device=device, dtype=dtype)
-            except hooks.NotAtBoundary as error:
-                if engine == "hooks":
-                    raise ValueError(f"engine='hooks': {error}; pass engine='auto' or 'nnsight' to read it through a trace") from None
-                boundaries, ran = None, str(error)
-        if found is not None:
-            pass
-        elif separate is None:
-            try:
-                found = read(separate=False)
-                separate = False
-            except OutOfOrderError:
-                # this family's forward serves its values in another order than its
-                # components declare them: give each value a worker of its own
-                separate = True
-                found = read(separate=True)
-        else:
-            found = read(separate=separate)
+        found = reader(batch)
         if len(prompts) <= batch_size:
             values = found  # one batch: its copies are the cache
             break
@@ -383,11 +361,55 @@ def cache_values(
         for whole, part in zip(values, found):
             whole[start : start + part.shape[0]] = part
         del found
-    engine_ran, fallback = ("hooks", None) if boundaries is not None else ("nnsight", ran)
     return ValueCache(
         dict(zip(requested, values)), input_ids, attention_mask, model.num_layers,
-        spellings=planned.spellings, contributions=planned.terms, engine=engine_ran, fallback=fallback,
+        spellings=planned.spellings, contributions=planned.terms, engine=reader.engine, fallback=reader.fallback,
     )
+
+
+class BatchReader:
+    """Reads one batch's values, ``reader(batch)``: on the hooks path while every value sits at a module boundary, else
+    by a trace, with one worker per value where the family's forward serves them out of their declared order.
+
+    ``engine`` (``"auto"``, ``"hooks"``, ``"nnsight"``) is the caller's; ``reader.engine`` says which path read the
+    batches and ``reader.fallback`` why the trace did. ``located`` is ``_hooks.plan``'s memo, or None.
+    """
+
+    def __init__(
+        self, model: Any, hosts: list, requested: list[str], stop: int | None, device: Any, dtype: Any, remote: Any, engine: str, located: dict | None = None
+    ) -> None:
+        self._trace = partial(_read_batch, model, hosts=hosts, requested=requested, stop_at_layer=stop, device=device, dtype=dtype, remote=remote)
+        self._model, self._device, self._dtype, self._asked = model, device, dtype, engine
+        self._boundaries, self._ran = hooks.choose(model, hosts, engine, remote, located)
+        #: whether the values need one worker each: found on the first traced batch
+        self._separate: bool | None = None
+
+    @property
+    def engine(self) -> str:
+        return "hooks" if self._boundaries is not None else "nnsight"
+
+    @property
+    def fallback(self) -> str | None:
+        return None if self._boundaries is not None else self._ran
+
+    def __call__(self, batch: dict[str, Tensor]) -> list[Tensor]:
+        if self._boundaries is not None:
+            try:
+                return hooks.read(self._model, self._boundaries, (batch,), device=self._device, dtype=self._dtype)
+            except hooks.NotAtBoundary as error:
+                if self._asked == "hooks":
+                    raise ValueError(f"engine='hooks': {error}; pass engine='auto' or 'nnsight' to read it through a trace") from None
+                self._boundaries, self._ran = None, str(error)
+        if self._separate is None:
+            try:
+                found = self._trace(batch, separate=False)
+                self._separate = False
+                return found
+            except OutOfOrderError:
+                # this family's forward serves its values in another order than its
+                # components declare them: give each value a worker of its own
+                self._separate = True
+        return self._trace(batch, separate=self._separate)
 
 
 #: where a model keeps ``cache_values``' plans: ``(id(model), root module, withdrawals, {names: _Plan})``

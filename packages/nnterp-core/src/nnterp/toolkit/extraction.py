@@ -33,15 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from nnsight.intervention.interleaver import OutOfOrderError
 from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..layouts import BATCH, SEQ
-from . import _hooks as hooks
-from .cache import _host, _layer_of, _read_batch, _root_values, expand_names
+from .cache import BatchReader, _host, _layer_of, _root_values, expand_names
 
 __all__ = ["ActivationShards", "extract_values", "load_activations", "DOCUMENT", "POSITION", "TOKEN"]
 
@@ -346,7 +344,9 @@ def extract_values(
         "dtype": _dtype_name(dtype),
     }
     hosts = [_host(model, name) for name in requested]
-    boundaries, ran = hooks.choose(model, hosts, engine, remote)
+    stop = _stop_layer(model, requested)
+    device = "cpu" if remote else None  # on the model's device until the padding is dropped
+    reader = BatchReader(model, hosts, requested, stop, device, dtype, remote, engine)
     manifest = _prepare(directory, settings)
     if manifest["complete"]:
         return ActivationShards(directory)
@@ -365,15 +365,12 @@ def extract_values(
             "from; continue with the same texts, or extract into a new directory"
         )
 
-    stop = _stop_layer(model, requested)
-    device = "cpu" if remote else None  # on the model's device until the padding is dropped
     shards = _Shards(directory, manifest)
     try:
         total = 1 if isinstance(texts, str) else len(texts)  # type: ignore[arg-type]
     except TypeError:
         total = None  # a generator or a streaming dataset
     bar = tqdm(total=total, initial=consumed, unit="text", desc="extract_values", disable=not progress)
-    separate: bool | None = None  # found on the first batch: whether the values need one worker each
     batch_index, tokens = last["batch"], manifest["tokens"]
     try:
         while chunk := list(itertools.islice(stream, batch_size)):
@@ -395,23 +392,7 @@ def extract_values(
             batch = {key: encoding[key][documents] for key in ("input_ids", "attention_mask")}
             documents += batch_index * batch_size
             if len(documents):
-                read = None
-                if boundaries is not None:
-                    try:
-                        read = hooks.read(model, boundaries, (batch,), device=device, dtype=dtype)
-                    except hooks.NotAtBoundary as error:
-                        if engine == "hooks":
-                            raise ValueError(f"engine='hooks': {error}; pass engine='auto' or 'nnsight' to read it through a trace") from None
-                        boundaries, ran = None, str(error)
-                if read is None and separate is None:
-                    try:
-                        read = _read_batch(model, batch, hosts, requested, stop, device, dtype, remote, separate=False)
-                        separate = False
-                    except OutOfOrderError:
-                        # this family's forward serves the values in another order than declared: one worker per value
-                        separate = True
-                if read is None:
-                    read = _read_batch(model, batch, hosts, requested, stop, device, dtype, remote, separate=separate)
+                read = reader(batch)
                 rows = _rows(read, axes, requested, batch, documents)
                 read = None
                 start = last["row"] if batch_index == last["batch"] else 0
@@ -428,7 +409,7 @@ def extract_values(
     finally:
         bar.close()
     found = ActivationShards(directory)
-    found.engine, found.fallback = ("hooks", None) if boundaries is not None else ("nnsight", ran)
+    found.engine, found.fallback = reader.engine, reader.fallback
     return found
 
 
