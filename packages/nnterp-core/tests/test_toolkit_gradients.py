@@ -29,6 +29,8 @@ def hooked_run(model, prompt, layer, *, replace=None):
 
     ``replace(stream)`` gives the tensor the block hands on instead (a leaf the gradient is taken at).
     """
+    with torch.no_grad(), model.trace(prompt):  # the first trace loads the weights, replacing the meta modules
+        pass
     block = model.layers[layer]._module
     ids = model.tokenizer(prompt, return_tensors="pt")
     kept = {}
