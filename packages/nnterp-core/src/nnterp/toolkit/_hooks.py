@@ -192,6 +192,11 @@ def plan(
     return found
 
 
+def refusal(reason: str) -> ValueError:
+    """The error for ``engine="hooks"`` where a value does not qualify, ``reason`` saying which and why."""
+    return ValueError(f"engine='hooks': {reason}; pass engine='auto' or 'nnsight' to read it through a trace")
+
+
 def choose(
     model: Any, hosts: Sequence[tuple[Any, str]], engine: str, remote: Any = False, memo: dict | None = None
 ) -> tuple[list[Boundary] | None, str]:
@@ -206,7 +211,7 @@ def choose(
     found = plan(model, hosts, remote, memo)
     if isinstance(found, str):
         if engine == "hooks":
-            raise ValueError(f"engine='hooks': {found}; pass engine='auto' or 'nnsight' to read it through a trace")
+            raise refusal(found)
         return None, found
     return found, "hooks"
 

@@ -398,7 +398,7 @@ class BatchReader:
                 return hooks.read(self._model, self._boundaries, (batch,), device=self._device, dtype=self._dtype)
             except hooks.NotAtBoundary as error:
                 if self._asked == "hooks":
-                    raise ValueError(f"engine='hooks': {error}; pass engine='auto' or 'nnsight' to read it through a trace") from None
+                    raise hooks.refusal(str(error)) from None
                 self._boundaries, self._ran = None, str(error)
         if self._separate is None:
             try:
