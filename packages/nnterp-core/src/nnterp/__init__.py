@@ -52,12 +52,15 @@ from .errors import DeviceMapInvalid as DeviceMapInvalid
 from .errors import FamilyMismatch as FamilyMismatch
 from .errors import FamilyNotFound as FamilyNotFound
 from .errors import GradientOutsideBackward as GradientOutsideBackward
+from .errors import InvalidArgument as InvalidArgument
 from .errors import InvalidPrompt as InvalidPrompt
 from .errors import MissingModule as MissingModule
 from .errors import NeverRan as NeverRan
 from .errors import OtherComponent as OtherComponent
 from .errors import OutOfOrder as OutOfOrder
 from .errors import SourceNotAvailable as SourceNotAvailable
+from .errors import ToolkitInsideTrace as ToolkitInsideTrace
+from .errors import TracingMistake as TracingMistake
 from .errors import Unavailable as Unavailable
 from .errors import UnknownValue as UnknownValue
 from .errors import WriteMismatch as WriteMismatch

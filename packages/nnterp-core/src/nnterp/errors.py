@@ -93,6 +93,40 @@ class InvalidPrompt(ValueError):
     """A prompt the model cannot run (empty, mixed strings and ids, ids outside the vocabulary, too long), refused before the forward."""
 
 
+class InvalidArgument(ValueError):
+    """A toolkit argument outside what the function takes, refused before any model runs.
+
+    The message names the function and the argument as the caller wrote them,
+    what was given, the range or form expected, and the fix.
+    """
+
+    def __init__(self, function: str, argument: str, given: Any, expected: str, fix: str = "") -> None:
+        self.function = function
+        self.argument = argument
+        self.given = given
+        shown = _shown(given)
+        super().__init__(f"{function}({argument}={shown}): {expected}" + (f"; {fix}" if fix else ""))
+
+
+def _shown(given: Any) -> str:
+    """``given`` as an argument's value reads in a message: a tensor by its shape and dtype, anything else by a short repr."""
+    import torch
+
+    if isinstance(given, torch.Tensor) and given.numel() > 8:
+        return f"<tensor of shape {list(given.shape)}, {str(given.dtype).removeprefix('torch.')}>"
+    shown = repr(given)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+class TracingMistake(RuntimeError):
+    """A use of a trace that breaks one of its rules (save before leaving, barriers between invokes, no toolkit call
+    inside a trace, ``.grad`` reads in backward order), named in the user's terms with the rule and the fix."""
+
+
+class ToolkitInsideTrace(TracingMistake):
+    """A toolkit function that runs its own forwards, called inside an open trace; or one that edits a trace, called outside."""
+
+
 class CheckpointNotFound(FileNotFoundError):
     """A checkpoint path that is neither a saved checkpoint's directory nor a plausible hub id."""
 
