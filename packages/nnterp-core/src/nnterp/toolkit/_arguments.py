@@ -11,7 +11,8 @@ called.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "loaded",
     "layer",
     "layers",
+    "left_padding",
     "outside_trace",
     "positions",
     "prompts",
@@ -269,6 +271,27 @@ def prompts(model: Any, given: Any, *, function: str, argument: str = "prompts",
     if attention_mask is not None:
         mask = torch.as_tensor(attention_mask).reshape(ids.shape).long() if len(set(map(len, items))) == 1 else mask
     return _finished(ids, mask, pad_id, None, function, argument, given)
+
+
+@contextmanager
+def left_padding(model: Any) -> Iterator[None]:
+    """While a toolkit function runs its forwards on a left-padded ``Batch``, the tokenizer reads as padding left.
+
+    nnsight gives each left-padded row its positions from the mask only for a
+    left-padding tokenizer: with one that pads right, the short rows of a
+    ``Batch`` would run at shifted positions (wrong values on GPT-2's learned
+    positions). The tokenizer's own side is restored after.
+    """
+    tokenizer = getattr(model, "tokenizer", None)
+    side = getattr(tokenizer, "padding_side", None)
+    if side is None or side == "left":
+        yield
+        return
+    tokenizer.padding_side = "left"
+    try:
+        yield
+    finally:
+        tokenizer.padding_side = side
 
 
 def _finished(ids: Tensor, mask: Tensor, pad_id: int, texts: list[str] | None, function: str, argument: str, given: Any) -> Batch:

@@ -40,6 +40,7 @@ from torch import Tensor
 
 from .. import _tensor_parallel as tensor_parallel
 from ..descriptors import SERVED, EProperty
+from ._arguments import loaded
 
 #: the engines a read-only call may run on: ``auto`` takes the hooks where every value qualifies
 ENGINES = ("auto", "hooks", "nnsight")
@@ -171,8 +172,7 @@ def plan(
     if reason is not None:
         return reason
     # the modules hooked are the loaded ones: nnsight swaps them in at its first trace, so load them now
-    if not getattr(model, "dispatched", True):
-        model.dispatch()
+    loaded(model)
     root = model._module
     if model.__dict__.get("_nnterp_real_weights") is not root:
         if any(parameter.is_meta for parameter in root.parameters()):
