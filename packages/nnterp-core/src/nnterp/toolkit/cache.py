@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 from ..components.standard import Standard
 from ..components.layer import RESIDUAL_TERMS
 from ..descriptors import declared_values, withdrawals
-from ..errors import Unavailable
+from ..errors import InvalidArgument, Unavailable
+from . import _arguments
 from . import _hooks as hooks
 from .names import Layout, hook_of, standard_name
 
@@ -203,9 +204,12 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
             ranked[name] = (0, 0, before.index(name)) if name in before else (2, 0, after.index(name))
             continue
         where, value = match.groups()
-        layers = range(model.num_layers) if where == "*" else [int(where) % model.num_layers]
         if where != "*" and not -model.num_layers <= int(where) < model.num_layers:
-            raise KeyError(f"{name!r}: the model has {model.num_layers} layers")
+            size = model.num_layers
+            raise KeyError(
+                f"{name!r}: the model has {size} layers, indices 0 to {size - 1} (or -{size} to -1 from the end)"
+            )
+        layers = range(model.num_layers) if where == "*" else [int(where) % model.num_layers]
         for index in layers:
             order = orders.get(index)
             if order is None:
@@ -264,7 +268,7 @@ def _layer_of(name: str) -> int | None:
 @torch.no_grad()
 def cache_values(
     model: Any,
-    prompts: str | Sequence[str],
+    prompts: Any,
     names: str | Sequence[str],
     *,
     batch_size: int = 8,
@@ -289,22 +293,29 @@ def cache_values(
     TransformerLens's layout. Only what is asked for is read, in forward order
     within each trace (``block_order``), without gradients.
 
-    Prompts are tokenized once, together, and left-padded to the longest
-    prompt overall, so every batch has the same length and the batches
-    concatenate along the first axis; nnsight gives each left-padded row its
-    own positions from the mask, so a row's values do not depend on its
-    padding (up to float rounding). ``cache.attention_mask`` marks the real
-    tokens, ``cache.input_ids`` the ids read. Each batch's values are copied to
-    ``device`` (floating ones cast to ``dtype``, if given) inside its trace, so
-    the model's device holds one batch at a time.
+    ``prompts`` are strings or token ids (a ``[seq]`` or ``[prompts, seq]``
+    int tensor, a list of ids, a list of id lists, the tokenizer's encoding
+    with its ``attention_mask``). They are tokenized once, together, and
+    left-padded to the longest prompt overall, whatever side the tokenizer
+    pads, so position ``-1`` is every prompt's last token, every batch has the
+    same length and the batches concatenate along the first axis; nnsight
+    gives each left-padded row its own positions from the mask, so a row's
+    values do not depend on its padding (up to float rounding).
+    ``cache.attention_mask`` marks the real tokens, ``cache.input_ids`` the
+    ids read. Each batch's values are copied to ``device`` (floating ones
+    cast to ``dtype``, if given) inside its trace, so the model's device
+    holds one batch at a time.
 
     Unless ``logits`` (or another value read after the blocks) is asked for,
     each forward ends after the last block a value needs: what the final norm
     and the unembedding would compute is never read, so it is not computed,
     and the logits take no memory. ``stop_at_layer=k`` ends each forward after
-    block ``k``; asking for a value past that block (or for ``logits``) is a
-    ``ValueError``. A value the checkpoint lacks raises its ``Unavailable``
-    before anything runs.
+    block ``k`` (negative from the end, never wrapped around). Every argument
+    is checked before anything runs: a batch size under 1, a block outside the
+    model, a value past ``stop_at_layer`` (or ``logits`` with it) are an
+    ``InvalidArgument``; a value the checkpoint lacks raises its
+    ``Unavailable``. It runs forwards of its own, so it is refused inside an
+    open trace (``ToolkitInsideTrace``).
 
     A family whose forward serves values in another order than its components
     declare them (Falcon binds its values before its rotary queries and keys)
@@ -321,50 +332,67 @@ def cache_values(
     a value that does not qualify. ``cache.engine`` says which ran and
     ``cache.fallback`` why the trace did.
     """
-    if isinstance(prompts, str):
-        prompts = [prompts]
-    if not prompts:
-        raise ValueError("no prompts")
+    function = "cache_values"
+    _arguments.outside_trace(function)
+    batch_size = _arguments.count(batch_size, function=function, argument="batch_size")
+    _check_dtype(dtype, function)
+    _check_engine(engine, function)
     names = [names] if isinstance(names, str) else list(names)
+    if not names:
+        raise InvalidArgument(function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'")
+    if stop_at_layer is not None:
+        stop_at_layer = _arguments.layer(model, stop_at_layer, function=function, argument="stop_at_layer")
+    batch = _arguments.prompts(model, prompts, function=function)
     planned = _planned(model, names)
     requested, hosts = planned.requested, planned.hosts
     if stop_at_layer is not None:
-        stop_at_layer %= model.num_layers
         beyond = [
             name
             for name in requested
             if name not in planned.served_first and (_layer_of(name) is None or _layer_of(name) > stop_at_layer)
         ]
         if beyond:
-            raise ValueError(f"stop_at_layer={stop_at_layer} ends the forward before {', '.join(beyond)}")
+            raise InvalidArgument(
+                function,
+                "stop_at_layer",
+                stop_at_layer,
+                f"the forward ends after block {stop_at_layer}, before {', '.join(beyond)}",
+                "pass a later stop_at_layer, or None to read every value asked for",
+            )
     if stop_at_layer is None:
         # nothing read after the blocks (logits): each forward ends after the last block a value needs
         stop_at_layer = planned.stop
     reader = BatchReader(model, hosts, requested, stop_at_layer, device, dtype, remote, engine, planned.located)
 
-    encoding = model.tokenizer(list(prompts), padding=True, return_tensors="pt")
-    input_ids, attention_mask = encoding["input_ids"], encoding["attention_mask"]
     values: list[Tensor] = []
-    starts = range(0, len(prompts), batch_size)
-    for start in tqdm(starts, desc="cache_values") if progress else starts:
-        batch = {
-            "input_ids": input_ids[start : start + batch_size],
-            "attention_mask": attention_mask[start : start + batch_size],
-        }
-        found = reader(batch)
-        if len(prompts) <= batch_size:
-            values = found  # one batch: its copies are the cache
-            break
-        if not values:
-            # every batch has the common padded length: one tensor per value, filled batch by batch
-            values = [torch.empty((len(prompts), *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device) for tensor in found]
-        for whole, part in zip(values, found):
-            whole[start : start + part.shape[0]] = part
-        del found
+    starts = range(0, len(batch), batch_size)
+    with _arguments.left_padding(model):
+        for start in tqdm(starts, desc=function) if progress else starts:
+            found = reader(batch[start : start + batch_size].inputs)
+            if len(batch) <= batch_size:
+                values = found  # one batch: its copies are the cache
+                break
+            if not values:
+                # every batch has the common padded length: one tensor per value, filled batch by batch
+                values = [torch.empty((len(batch), *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device) for tensor in found]
+            for whole, part in zip(values, found):
+                whole[start : start + part.shape[0]] = part
+            del found
     return ValueCache(
-        dict(zip(requested, values)), input_ids, attention_mask, model.num_layers,
+        dict(zip(requested, values)), batch.input_ids, batch.attention_mask, model.num_layers,
         spellings=planned.spellings, contributions=planned.terms, engine=reader.engine, fallback=reader.fallback,
     )
+
+
+def _check_dtype(dtype: Any, function: str) -> None:
+    """``dtype`` is None or a floating torch dtype (what the values are cast to)."""
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise InvalidArgument(function, "dtype", dtype, "expected a floating torch dtype or None", "pass torch.bfloat16, torch.float16, torch.float32 ... or None")
+
+
+def _check_engine(engine: Any, function: str) -> None:
+    if engine not in hooks.ENGINES:
+        raise InvalidArgument(function, "engine", engine, f"expected one of {', '.join(map(repr, hooks.ENGINES))}")
 
 
 class BatchReader:
