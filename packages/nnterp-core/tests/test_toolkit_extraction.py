@@ -20,6 +20,7 @@ import time
 
 import pytest
 import torch
+from nnterp import InvalidArgument, ToolkitInsideTrace
 from nnterp.toolkit.cache import cache_values
 from nnterp.toolkit.extraction import DOCUMENT, MANIFEST, POSITION, TOKEN, ActivationShards, extract_values, load_activations
 
@@ -324,8 +325,112 @@ def test_other_settings_texts_or_directories_are_refused_before_the_model_runs(t
         for hook in hooks:
             hook.remove()
     assert not calls
-    with pytest.raises(TypeError, match="not a string"):
+    with pytest.raises(InvalidArgument, match=r"extract_values\(texts=3\): document 1 is a int"):
         extract_values(model, ["fine", 3], names, tmp_path / "typed", progress=False)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "argument", "shown"),
+    [
+        ({"batch_size": 0}, "batch_size", "0"),
+        ({"shard_tokens": -1}, "shard_tokens", "-1"),
+        ({"max_length": 0}, "max_length", "0"),
+        ({"dtype": torch.int8}, "dtype", "torch.int8"),
+        ({"engine": "fast"}, "engine", "'fast'"),
+        ({"texts": {"text": ["a b", "c"]}}, "texts", "{'text': ['a b', 'c']}"),  # a dict of columns iterated its keys
+        ({"texts": torch.tensor([5, 6, 7])}, "texts", "tensor([5, 6, 7])"),  # one document's ids, not wrapped
+    ],
+)
+def test_arguments_out_of_range_are_refused_by_name_before_anything_is_written(tiny_model, tmp_path, arguments, argument, shown):
+    model = tiny_model("gpt2")
+    call = {"texts": TEXTS, **RESUMED} | arguments
+    with pytest.raises(InvalidArgument) as raised:
+        extract_values(model, call.pop("texts"), ["layers.0.layer_output"], tmp_path / "new", **call)
+    message = str(raised.value)
+    assert raised.value.argument == argument and f"extract_values({argument}=" in message and shown in message, message
+    assert not (tmp_path / "new").exists()
+
+
+def test_called_inside_a_trace_it_says_so(tiny_model, tmp_path):
+    model = tiny_model("gpt2")
+    with pytest.raises(ToolkitInsideTrace, match=r"extract_values\(\) runs the model itself"):
+        with torch.no_grad(), model.trace("Hello"):
+            model.layers[0].layer_output.save()
+            extract_values(model, TEXTS, ["layers.0.layer_output"], tmp_path / "new", progress=False)
+    assert not (tmp_path / "new").exists()
+
+
+def test_documents_as_token_ids_give_the_rows_of_their_texts(tiny_model, tmp_path):
+    # gpt2's tokenizer adds no special tokens: a text and its ids are the same tokens
+    model = tiny_model("gpt2")
+    names = ["layers.0.layer_output", "layers.2.mlp.mlp_output"]
+    texts = [*TEXTS[:4], "", *TEXTS[4:]]
+    ids = [model.tokenizer(text)["input_ids"] for text in texts]
+    strings = extract_values(model, texts, names, tmp_path / "strings", **RESUMED)
+    side = model.tokenizer.padding_side
+    model.tokenizer.padding_side = "right"  # the batches are left-padded whatever side the tokenizer pads
+    try:
+        mixed = [torch.tensor(row) if index % 3 == 0 else row if index % 3 == 1 else texts[index] for index, row in enumerate(ids)]
+        for directory, documents in (("ids", ids), ("mixed", mixed)):
+            extract_values(model, documents, names, tmp_path / directory, **RESUMED)
+    finally:
+        model.tokenizer.padding_side = side
+    for directory in ("ids", "mixed"):
+        other = load_activations(tmp_path / directory)
+        assert other.manifest["shards"][0]["tokens"] == strings.manifest["shards"][0]["tokens"]
+        for name in [*names, DOCUMENT, POSITION, TOKEN]:
+            torch.testing.assert_close(other[name], strings[name], atol=1e-6, rtol=1e-5, msg=f"{directory}: {name}")
+    # cut to max_length as texts are
+    cut = extract_values(model, ids, names[:1], tmp_path / "cut", max_length=3, **RESUMED)
+    assert torch.equal(cut[TOKEN], by_hand(model, texts, max_length=3)[2])
+
+
+def shard_files(directory):
+    """Every file of an extraction directory, with its bytes and modification time."""
+    return {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in sorted(directory.iterdir())}
+
+
+def test_a_complete_run_is_returned_only_for_the_same_texts(tiny_model, tmp_path):
+    model = tiny_model("gpt2")
+    names = ["layers.0.layer_output"]
+    texts = make_texts(12, seed=6)
+    others = make_texts(12, seed=7)
+    extract_values(model, texts, names, tmp_path, **RESUMED)
+    written = shard_files(tmp_path)
+    calls, handle = [], model._module.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        for given, shown in [
+            (others, "these are 12 texts"),  # as many, other ones
+            ([*texts, "one more"], "more than 12 texts"),  # a superset
+            (texts[:-1], "these are 11 texts"),  # fewer
+            ([*texts[:-1], others[0]], "these are 12 texts"),  # the last one differs
+        ]:
+            with pytest.raises(InvalidArgument, match="complete extraction of 12 texts") as raised:
+                extract_values(model, given, names, tmp_path, **RESUMED)
+            message = str(raised.value)
+            assert raised.value.argument == "texts" and "extract_values(texts=" in message and str(tmp_path) in message
+            assert shown in message and "new directory" in message, message
+        # the same texts, as a list or a stream: the extraction is returned as it is
+        for given in (texts, iter(texts)):
+            again = extract_values(model, given, names, tmp_path, **RESUMED)
+            assert again.complete and again.num_texts == len(texts)
+    finally:
+        handle.remove()
+    assert not calls
+    assert shard_files(tmp_path) == written  # nothing rewritten, not even the manifest
+
+
+def test_a_run_resumed_to_completion_records_its_texts(tiny_model, tmp_path):
+    model = tiny_model("gpt2")
+    names = ["layers.0.layer_output"]
+    texts = make_texts(12, seed=8)
+    extract_values(model, texts, names, tmp_path / "whole", **RESUMED)
+    with pytest.raises(Interrupted):
+        extract_values(model, interrupted(texts, 7), names, tmp_path / "resumed", **RESUMED)
+    extract_values(model, texts, names, tmp_path / "resumed", **RESUMED)
+    same_extraction(tmp_path / "whole", tmp_path / "resumed")
+    with pytest.raises(InvalidArgument, match="more than 12 texts"):
+        extract_values(model, [*texts, "one more"], names, tmp_path / "resumed", **RESUMED)
 
 
 # -- memory ------------------------------------------------------------------------------

@@ -38,8 +38,10 @@ from safetensors.torch import save_file
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..errors import InvalidArgument
 from ..layouts import BATCH, SEQ
-from .cache import BatchReader, _host, _layer_of, _root_values, expand_names
+from . import _arguments
+from .cache import BatchReader, _check_dtype, _check_engine, _host, _layer_of, _root_values, expand_names
 
 __all__ = ["ActivationShards", "extract_values", "load_activations", "DOCUMENT", "POSITION", "TOKEN"]
 
@@ -83,39 +85,79 @@ def _read_manifest(directory: Path) -> dict | None:
 
 
 def _check_settings(directory: Path, found: dict, wanted: dict) -> None:
-    """Refuse to continue an extraction made with other settings: its rows would mix with rows that differ."""
+    """Refuse to continue (or return) an extraction made with other settings: its rows would mix with rows that differ.
+
+    The ``InvalidArgument`` names the first argument that differs (``model`` for the model and its class) and lists them all.
+    """
     differ = [key for key in SETTINGS if found.get(key) != wanted.get(key)]
     if differ:
         lines = ", ".join(f"{key}: {found.get(key)!r} there, {wanted.get(key)!r} asked" for key in differ)
-        raise ValueError(
-            f"{directory} holds an extraction made with other settings ({lines}); continue it with the same "
-            "call, or extract into a new (or emptied) directory"
+        argument = "model" if differ[0] == "model_class" else differ[0]
+        raise InvalidArgument(
+            "extract_values",
+            argument,
+            wanted.get(differ[0]),
+            f"{directory} holds an extraction made with other settings ({lines})",
+            "continue it with the same call, or extract into a new (or emptied) directory",
         )
 
 
 # -- the texts -----------------------------------------------------------------------
 
 
-def _texts(texts: Any, column: str) -> Iterator[str]:
-    """The stream of texts, one at a time: strings, or rows of a ``datasets`` Dataset (any mapping) read at ``column``."""
+def _texts(texts: Any, column: str) -> Iterator[str | list[int]]:
+    """The stream of documents, one at a time: strings or token ids (a list of ints, a ``[seq]`` int tensor), or rows of
+    a ``datasets`` Dataset (any mapping) read at ``column``. A stream of another kind is refused here, a document of
+    another kind when it is reached."""
     if isinstance(texts, str):
         texts = [texts]
+    if isinstance(texts, (Mapping, bytes)) or isinstance(texts, Tensor) and texts.ndim < 2 or not hasattr(texts, "__iter__"):
+        expected = "an iterable of documents (strings, or token id lists), or a Dataset read at column="
+        raise InvalidArgument("extract_values", "texts", texts, expected, "wrap one document in a list: [text] or [ids]")
     if hasattr(texts, "select_columns") and column in (getattr(texts, "column_names", None) or ()):
         texts = texts.select_columns([column])  # a Dataset: decode only the text column
+    return _documents(texts, column)
+
+
+def _documents(texts: Iterable, column: str) -> Iterator[str | list[int]]:
     for index, item in enumerate(texts):
         if isinstance(item, Mapping):
             if column not in item:
                 raise KeyError(f"text {index} has no column {column!r} (it has {', '.join(map(str, item))}): pass column=")
             item = item[column]
-        if not isinstance(item, str):
-            raise TypeError(f"text {index} is a {type(item).__name__}, not a string: pass strings or a Dataset with column=")
-        yield item
+        if isinstance(item, str):
+            yield item
+            continue
+        if isinstance(item, Tensor) and item.ndim == 1 and not item.is_floating_point() and item.dtype != torch.bool:
+            item = item.tolist()
+        if isinstance(item, (list, tuple)) and all(hasattr(token, "__index__") and not isinstance(token, bool) for token in item):
+            yield [int(token) for token in item]
+            continue
+        raise InvalidArgument(
+            "extract_values",
+            "texts",
+            item,
+            f"document {index} is a {type(item).__name__}; expected a string or a document's token ids (a list of ints, a [seq] int tensor)",
+            "pass strings, id lists, or a Dataset with column=",
+        )
 
 
-def _digest(hasher: Any, text: str) -> None:
-    data = text.encode("utf-8")
+def _digest(hasher: Any, text: str | list[int]) -> None:
+    """Add one document to the texts' digest: a string by its UTF-8 bytes, token ids (marked apart) by their int64 bytes."""
+    if isinstance(text, str):
+        data = text.encode("utf-8")
+    else:
+        data = torch.tensor(text, dtype=torch.int64).numpy().tobytes()
+        hasher.update(b"\xffids\xff\xff\xff\xff")  # no string's 8-byte length starts so
     hasher.update(len(data).to_bytes(8, "little"))
     hasher.update(data)
+
+
+def _tokenized(model: Any, chunk: list[str | list[int]], max_length: int | None) -> list[list[int]]:
+    """Each document's token ids: strings tokenized (with the tokenizer's special tokens), ids as given; cut to ``max_length``."""
+    strings = [text for text in chunk if isinstance(text, str)]
+    encoded = iter(model.tokenizer(strings, truncation=max_length is not None, max_length=max_length)["input_ids"] if strings else [])
+    return [next(encoded) if isinstance(text, str) else text[:max_length] for text in chunk]
 
 
 # -- which values --------------------------------------------------------------------
@@ -272,6 +314,49 @@ def _rows(read: list[Tensor], axes: list[int], names: list[str], batch: dict[str
     return rows
 
 
+def _skipped(directory: Path, manifest: dict, stream: Iterator, texts: Any, batch_size: int) -> tuple[dict, Any, int]:
+    """Read (and hash) the texts the directory's listed shards cover, refusing texts other than theirs; for a complete
+    extraction, every text (and no more), checked against the whole run's count and digest.
+
+    Returns where the run picks up (the last shard's ``resume``), the hasher and the texts read. Nothing is tokenized.
+    """
+    last = manifest["shards"][-1]["resume"] if manifest["shards"] else {"batch": 0, "row": 0, "texts_sha256": None}
+    hasher, consumed = hashlib.sha256(), 0
+    if manifest["complete"]:
+        whole = manifest["texts"]
+        # a run before the digest was recorded: its last shard, ended by the stream's end, holds it
+        recorded = manifest.get("texts_sha256") or (last["texts_sha256"] if last["batch"] * batch_size >= whole else None)
+        for text in itertools.islice(stream, whole + 1):  # one past the run's end: more texts are other texts too
+            _digest(hasher, text)
+            consumed += 1
+        if consumed != whole or recorded is not None and hasher.hexdigest() != recorded:
+            these = f"{consumed} texts (sha256 {hasher.hexdigest()[:12]})" if consumed <= whole else f"more than {whole} texts"
+            raise InvalidArgument(
+                "extract_values",
+                "texts",
+                texts,
+                f"{directory} holds a complete extraction of {whole} texts (sha256 {str(recorded)[:12]}), "
+                f"and these are {these}: other texts",
+                "pass the texts it was extracted from to read it back (or load_activations(directory)), "
+                "or extract these into a new directory",
+            )
+        return last, hasher, consumed
+    covered = last["batch"] * batch_size
+    for text in itertools.islice(stream, covered):
+        _digest(hasher, text)
+        consumed += 1
+    if last["batch"] and (consumed < covered or hasher.hexdigest() != last["texts_sha256"]):
+        problem = f"end after {consumed}" if consumed < covered else "differ from those"
+        raise InvalidArgument(
+            "extract_values",
+            "texts",
+            texts,
+            f"the first {covered} texts {problem} the shards in {directory} were extracted from",
+            "continue with the same texts, or extract into a new directory",
+        )
+    return last, hasher, consumed
+
+
 @torch.no_grad()
 def extract_values(
     model: Any,
@@ -292,7 +377,10 @@ def extract_values(
 
     ``texts`` is any iterable of strings, or a ``datasets`` Dataset (any
     iterable of mappings) read at ``column``; it is consumed lazily, in order,
-    ``batch_size`` at a time, so a generator or a streaming dataset works.
+    ``batch_size`` at a time, so a generator or a streaming dataset works. A
+    document may also be given as its token ids (a list of ints, a ``[seq]``
+    int tensor, a pre-tokenized column): they are read as given (no special
+    tokens added), cut to ``max_length``.
     ``values`` are standard names as ``cache_values`` takes them
     (``"layers.6.layer_output"``, ``"layers.*.mlp.mlp_output"``,
     ``"layers.2.self_attn.attention_head_outputs"``, ``"logits"``); each must
@@ -312,9 +400,13 @@ def extract_values(
     Run again after an interruption with the same arguments, it skips the
     texts the listed shards cover (checking they are the same texts), runs
     again the batch the last shard ended in, and continues: the shards are
-    those of an uninterrupted run, row for row. On a complete extraction it
-    returns at once. Another model, other values or other settings against
-    an existing extraction raise ``ValueError`` before the model runs.
+    those of an uninterrupted run, row for row. On a complete extraction of
+    the same texts it returns that extraction without running the model (it
+    reads the texts through, hashing them, to know they are the same). Every
+    other directory holding an extraction is refused with ``InvalidArgument``
+    before the model runs, naming what differs: another model, other values
+    or other settings, or other texts (other ones, fewer or more than a
+    complete run's); extract into a new directory instead.
 
     As in ``cache_values``, where every value is read at a module boundary
     each batch runs as a plain forward with hooks rather than a trace (the
@@ -322,14 +414,14 @@ def extract_values(
     ``engine="hooks"`` refuses a value that does not qualify, and the
     returned reader's ``engine`` and ``fallback`` say which ran and why.
     """
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}: pass a positive number of texts per forward")
-    if not isinstance(shard_tokens, int) or shard_tokens < 1:
-        raise ValueError(f"shard_tokens={shard_tokens!r}: pass a positive number of rows per shard")
-    if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
-        raise ValueError(f"max_length={max_length!r}: pass a positive number of tokens, or None to keep whole texts")
-    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ValueError(f"dtype={dtype!r}: pass a floating torch dtype (torch.bfloat16, torch.float16 ...) or None")
+    function = "extract_values"
+    _arguments.outside_trace(function)
+    batch_size = _arguments.count(batch_size, function=function, argument="batch_size")
+    shard_tokens = _arguments.count(shard_tokens, function=function, argument="shard_tokens")
+    if max_length is not None:
+        max_length = _arguments.count(max_length, function=function, argument="max_length")
+    _check_dtype(dtype, function)
+    _check_engine(engine, function)
     requested = expand_names(model, values)
     axes = _token_axes(model, requested)
     directory = Path(directory)
@@ -347,23 +439,11 @@ def extract_values(
     stop = _stop_layer(model, requested)
     device = "cpu" if remote else None  # on the model's device until the padding is dropped
     reader = BatchReader(model, hosts, requested, stop, device, dtype, remote, engine)
+    stream = _texts(texts, column)
     manifest = _prepare(directory, settings)
+    last, hasher, consumed = _skipped(directory, manifest, stream, texts, batch_size)
     if manifest["complete"]:
         return ActivationShards(directory)
-
-    last = manifest["shards"][-1]["resume"] if manifest["shards"] else {"batch": 0, "row": 0, "texts_sha256": None}
-    stream = _texts(texts, column)
-    hasher = hashlib.sha256()
-    consumed = 0
-    for text in itertools.islice(stream, last["batch"] * batch_size):
-        _digest(hasher, text)
-        consumed += 1
-    if last["batch"] and (consumed < last["batch"] * batch_size or hasher.hexdigest() != last["texts_sha256"]):
-        problem = f"end after {consumed}" if consumed < last["batch"] * batch_size else "differ from those"
-        raise ValueError(
-            f"{directory}: the first {last['batch'] * batch_size} texts {problem} the existing shards were extracted "
-            "from; continue with the same texts, or extract into a new directory"
-        )
 
     shards = _Shards(directory, manifest)
     try:
@@ -380,19 +460,22 @@ def extract_values(
             consumed += len(chunk)
             shards.after_batch = (batch_index + 1, 0, hasher.hexdigest())
             if batch_index == last["batch"] and last["row"] and last.get("batch_sha256") != hasher.hexdigest():
-                raise ValueError(
-                    f"{directory}: texts {consumed - len(chunk)} to {consumed - 1} differ from those the last shard was "
-                    "extracted from; continue with the same texts, or extract into a new directory"
+                raise InvalidArgument(
+                    function,
+                    "texts",
+                    texts,
+                    f"texts {consumed - len(chunk)} to {consumed - 1} differ from those the last shard in {directory} was extracted from",
+                    "continue with the same texts, or extract into a new directory",
                 )
-            encoding = model.tokenizer(
-                chunk, padding=True, truncation=max_length is not None, max_length=max_length, return_tensors="pt"
-            )
+            ids = _tokenized(model, chunk, max_length)
             # a text with no tokens (an empty string) has no rows, and the model refuses a row without tokens
-            documents = torch.nonzero(encoding["attention_mask"].sum(1))[:, 0]
-            batch = {key: encoding[key][documents] for key in ("input_ids", "attention_mask")}
+            documents = torch.tensor([index for index, row in enumerate(ids) if row], dtype=torch.long)
             documents += batch_index * batch_size
             if len(documents):
-                read = reader(batch)
+                # left-padded whatever side the tokenizer pads: each row's positions come from its mask
+                batch = _arguments.prompts(model, [row for row in ids if row], function=function, argument="texts").inputs
+                with _arguments.left_padding(model):
+                    read = reader(batch)
                 rows = _rows(read, axes, requested, batch, documents)
                 read = None
                 start = last["row"] if batch_index == last["batch"] else 0
@@ -405,7 +488,7 @@ def extract_values(
             bar.update(len(chunk))
             bar.set_postfix(tokens=tokens, refresh=False)
         shards.after_batch = (batch_index, 0, hasher.hexdigest())
-        shards.commit(shards.after_batch, complete={"texts": consumed})
+        shards.commit(shards.after_batch, complete={"texts": consumed, "texts_sha256": hasher.hexdigest()})
     finally:
         bar.close()
     found = ActivationShards(directory)
