@@ -11,7 +11,7 @@ import random
 
 import pytest
 import torch
-from nnterp import Unavailable
+from nnterp import InvalidArgument, ToolkitInsideTrace, Unavailable
 from nnterp.toolkit.dictionaries import (
     Dictionary,
     ablate_features,
@@ -443,15 +443,18 @@ def test_bad_sites_get_clear_errors_before_the_model_runs(tiny_model):
     model = tiny_model("gptj")
     prompts = HELD_OUT[:2]
     wide = random_dictionary(d_in=48, reads="layers.1.layer_input")
-    with pytest.raises(ValueError, match=r"reads layers.1.layer_input, which is hidden_size=64 wide on this model, but its d_in is 48"):
+    with pytest.raises(
+        InvalidArgument,
+        match=r"feature_activations\(dictionary=Dictionary\(SAE, relu, d_in=48.*reads layers.1.layer_input, which is hidden_size=64 wide on this model, but its d_in is 48",
+    ):
         feature_activations(model, wide, prompts, progress=False)
     narrow_out = random_dictionary(d_in=64, d_out=48, reads="layers.1.mlp_input", writes="layers.1.mlp.mlp_output")
-    with pytest.raises(ValueError, match=r"writes layers.1.mlp.mlp_output, which is hidden_size=64 wide .* d_out is 48"):
+    with pytest.raises(InvalidArgument, match=r"run_with_dictionary\(dictionary=.*writes layers.1.mlp.mlp_output, which is hidden_size=64 wide .* d_out is 48"):
         run_with_dictionary(model, narrow_out, prompts)
     # a parallel block has no stream between its sublayers
     with pytest.raises(Unavailable, match="layer_mid"):
         evaluate_dictionary(model, random_dictionary(d_in=64, reads="layers.1.layer_mid"), prompts, progress=False)
-    with pytest.raises(KeyError, match="the model has 3 layers"):
+    with pytest.raises(KeyError, match="'layers.7.layer_input': the model has 3 layers"):
         ablate_features(model, random_dictionary(d_in=64, reads="layers.7.layer_input"), prompts, 0)
     with pytest.raises(KeyError, match="'mlp.nonsense' is no value"):
         random_dictionary(d_in=64, reads="layers.1.mlp.nonsense").sites(model)
@@ -460,10 +463,111 @@ def test_bad_sites_get_clear_errors_before_the_model_runs(tiny_model):
     backwards = random_dictionary(d_in=64, reads="layers.1.mlp.mlp_output", writes="layers.1.layer_input")
     with pytest.raises(ValueError, match="which the forward computes before"):
         backwards.sites(model)
-    with pytest.raises(IndexError, match=r"features \[40\] are out of range"):
+    with pytest.raises(InvalidArgument, match=r"ablate_features\(features=\[3, 40\]\): \[40\] out of range: the dictionary has d_sae=40"):
         ablate_features(model, random_dictionary(d_in=64), prompts, [3, 40])
-    with pytest.raises(ValueError, match="'zero' or 'mean'"):
+    with pytest.raises(InvalidArgument, match=r"evaluate_dictionary\(ablation='resample'\): expected 'zero' or 'mean'"):
         evaluate_dictionary(model, random_dictionary(d_in=64), prompts, ablation="resample")
+
+
+def forwards(model):
+    calls = []
+    return calls, model._module.register_forward_pre_hook(lambda *_: calls.append(1))
+
+
+def refusals(d):
+    """(function, its call, the argument refused, how the given value reads), for a 40-feature SAE on a 3-block model."""
+    prompts = HELD_OUT[:2]
+    return [
+        (feature_activations, dict(prompts=prompts, batch_size=0), "batch_size", "0"),
+        (feature_activations, dict(prompts=prompts, features=[-41]), "features", "[-41]"),
+        (feature_activations, dict(prompts=[]), "prompts", "[]"),
+        (feature_activations, dict(prompts=["a b", [1, 2]]), "prompts", "['a b', [1, 2]]"),
+        (evaluate_dictionary, dict(prompts=prompts, batch_size=-1), "batch_size", "-1"),
+        (run_with_dictionary, dict(prompts=torch.ones(2, 3)), "prompts", "tensor"),
+        (ablate_features, dict(prompts=prompts, features=1.5), "features", "1.5"),
+        (ablate_features, dict(prompts=prompts, features=[]), "features", "[]"),
+        (ablate_features, dict(prompts=prompts, features=0, positions=50), "positions", "50"),
+        (set_features, dict(prompts=prompts, features=[0, 1], value=torch.ones(3)), "value", "tensor([1., 1., 1.])"),
+        (set_features, dict(prompts=prompts, features=0, value=1.0, positions=[-1, -99]), "positions", "[-1, -99]"),
+        (steer_features, dict(prompts=prompts, features=[0, 1], coefficient=[1.0, 2.0, 3.0]), "coefficient", "[1.0, 2.0, 3.0]"),
+        (steer_features, dict(prompts=prompts, features=40), "features", "40"),
+        (steer_features, dict(prompts=prompts, features=0, positions=slice(None), coefficient="x"), "coefficient", "'x'"),
+        (steer_features, dict(prompts=prompts, features=0, positions=-99), "positions", "-99"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(15))
+def test_arguments_out_of_range_are_refused_by_name_before_the_model_runs(trained, index):
+    model, _, _ = trained("gpt2")
+    d = random_dictionary(d_in=64)
+    function, call, argument, shown = refusals(d)[index]
+    progress = {"progress": False} if function in (feature_activations, evaluate_dictionary) else {}
+    calls, handle = forwards(model)
+    try:
+        with pytest.raises(InvalidArgument) as raised:
+            function(model, d, **call, **progress)
+    finally:
+        handle.remove()
+    message = str(raised.value)
+    assert raised.value.argument == argument, message
+    assert f"{function.__name__}({argument}=" in message and shown in message, message
+    assert not calls
+
+
+def test_each_prompt_gets_its_own_features_and_logits_on_either_padding_side(trained):
+    # the batch's rows are left-padded whatever side the tokenizer pads: a prompt's real tokens are its last ones,
+    # and each holds what the prompt run alone gives
+    model, sae, _ = trained("gpt2")
+    prompts = [HELD_OUT[0], "the cat"]
+    ids = [model.tokenizer(prompt)["input_ids"] for prompt in prompts]
+    assert len(ids[0]) > len(ids[1])
+    alone = [(feature_activations(model, sae, [prompt], progress=False)[0], run_with_dictionary(model, sae, prompt)[0]) for prompt in prompts]
+    top = int(alone[1][0][-1].argmax())
+    side = model.tokenizer.padding_side
+    try:
+        for padding in ("left", "right"):
+            model.tokenizer.padding_side = padding
+            encoding = model.tokenizer(prompts, padding=True, return_tensors="pt")
+            for given in (prompts, ids, encoding):
+                features = feature_activations(model, sae, given, batch_size=2, progress=False)
+                logits = run_with_dictionary(model, sae, given)
+                ablated = ablate_features(model, sae, given, top, positions=-1)
+                for row, prompt in enumerate(ids):
+                    real = slice(features.shape[1] - len(prompt), None)
+                    torch.testing.assert_close(features[row, real], alone[row][0], msg=f"{padding}: {type(given).__name__} {row}")
+                    torch.testing.assert_close(logits[row, real], alone[row][1], msg=f"{padding}: {type(given).__name__} {row}")
+                # position -1 is the short prompt's last token: ablating its top feature there changes its last
+                # logits, and nothing before (the error term kept, the rest is the clean model)
+                kept = run_with_dictionary(model, sae, given, keep_error=True)
+                assert not torch.allclose(ablated[1, -1], kept[1, -1], atol=1e-5)
+                for row, prompt in enumerate(ids):  # (a padding position attends to every position)
+                    torch.testing.assert_close(ablated[row, -len(prompt) : -1], kept[row, -len(prompt) : -1])
+            assert model.tokenizer.padding_side == padding
+    finally:
+        model.tokenizer.padding_side = side
+
+
+def test_each_function_says_where_it_runs(trained):
+    model, sae, _ = trained("gpt2")
+    for function in (feature_activations, run_with_dictionary, evaluate_dictionary):
+        with pytest.raises(ToolkitInsideTrace, match=rf"{function.__name__}\(\) runs the model itself"):
+            with torch.no_grad(), model.trace(HELD_OUT[:2]):
+                model.layers[0].layer_output.save()
+                function(model, sae, HELD_OUT[:2])
+    with pytest.raises(ToolkitInsideTrace, match=r"ablate_features\(\) runs the model itself"):
+        with torch.no_grad(), model.trace(HELD_OUT[:2]):
+            model.layers[0].layer_output.save()
+            ablate_features(model, sae, HELD_OUT[:2], 0)
+    with pytest.raises(ToolkitInsideTrace, match=r"splice\(\) edits the forward of an open trace"):
+        splice(model, sae)
+
+
+def test_an_edit_that_changes_the_features_shape_is_refused(trained):
+    model, sae, _ = trained("gpt2")
+    with pytest.raises(InvalidArgument, match=r"splice\(edit=.*it returned a tensor of shape \[2, .*, 3\], where the features are"):
+        with torch.no_grad(), model.trace(HELD_OUT[:2]):
+            splice(model, sae, edit=lambda features: features[..., :3])
+            model.logits.save()
 
 
 def test_transformer_lens_hook_names_resolve_to_standard_values(tiny_model):

@@ -34,6 +34,9 @@ from tqdm.auto import tqdm
 
 from .. import layouts
 from ..descriptors import declared_values
+from ..errors import InvalidArgument
+from . import _arguments
+from ._arguments import Batch
 from .cache import _host, expand_names
 
 __all__ = [
@@ -71,7 +74,8 @@ METADATA_KEYS = (
 )  # fmt: skip
 _LN_EPS = 1e-5
 
-Prompts = str | Sequence[str]
+#: strings or token ids, as ``_arguments.prompts`` reads them (a tensor, id lists, the tokenizer's encoding)
+Prompts = str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]] | Tensor | Any
 Index = int | Sequence[int] | slice | Tensor | None
 
 
@@ -455,19 +459,22 @@ class Dictionary:
 
     # -- on a model ----------------------------------------------------------------
 
-    def sites(self, model: Any) -> tuple[str, str]:
+    def sites(self, model: Any, *, function: str = "Dictionary.sites") -> tuple[str, str]:
         """The standard names this dictionary reads and writes on ``model``, checked before anything runs.
 
         TransformerLens names resolve through ``nnterp.toolkit.names``. Raises
-        ``KeyError`` for a name that is no value of the model, ``Unavailable``
-        for one this checkpoint lacks, and ``ValueError`` where a value's width
-        is not ``d_in`` (``d_out``), or a transcoder writes before it reads.
+        ``KeyError`` for a name that is no value of the model (a block past the
+        model's, naming how many it has), ``Unavailable`` for one this
+        checkpoint lacks, ``InvalidArgument`` (of ``function``'s ``dictionary``)
+        where a value's width is not ``d_in`` (``d_out``) or it has no
+        ``[batch, seq, width]`` layout, and ``ValueError`` where a transcoder
+        writes before it reads.
         """
         reads = _standard(model, self.reads)
         writes = reads if self.writes is None else _standard(model, self.writes)
-        _check_site(model, reads, self.d_in, "d_in", "reads")
+        _check_site(model, self, reads, "d_in", "reads", function)
         if writes != reads:
-            _check_site(model, writes, self.d_out, "d_out", "writes")
+            _check_site(model, self, writes, "d_out", "writes", function)
             if expand_names(model, [reads, writes])[0] != reads:
                 raise ValueError(f"this transcoder writes {writes}, which the forward computes before {reads}, the value it reads")
         return reads, writes
@@ -495,19 +502,30 @@ def _standard(model: Any, name: str) -> str:
     return expanded[0]
 
 
-def _check_site(model: Any, site: str, width: int, axis: str, role: str) -> None:
+def _check_site(model: Any, dictionary: Dictionary, site: str, axis: str, role: str, function: str) -> None:
+    """The value at ``site`` is ``[batch, seq, width]``, ``width`` the dictionary's ``axis`` (``d_in``, ``d_out``)."""
     host, value = _host(model, site)
     layout = getattr(type(host), value).layout
     if layout is None:
         return
+    width = getattr(dictionary, axis)
     dims = layouts.dims(layout)
     shape = layouts.expected_shape(host, layout, None)
     if dims[:2] != (layouts.BATCH, layouts.SEQ) or len(dims) != 3:
-        raise ValueError(f"the dictionary {role} {site}, laid out [{', '.join(dims)}]; a dictionary {role} [batch, seq, {axis}] values")
+        raise InvalidArgument(
+            function,
+            "dictionary",
+            dictionary,
+            f"the dictionary {role} {site}, laid out [{', '.join(dims)}]; a dictionary {role} [batch, seq, {axis}] values",
+            f"give {role}= a value laid out [batch, seq, width]",
+        )
     if shape[-1] is not None and shape[-1] != width:
-        raise ValueError(
-            f"the dictionary {role} {site}, which is {dims[-1]}={shape[-1]} wide on this model, but its {axis} is {width}: "
-            "load the dictionary trained on this model's value"
+        raise InvalidArgument(
+            function,
+            "dictionary",
+            dictionary,
+            f"the dictionary {role} {site}, which is {dims[-1]}={shape[-1]} wide on this model, but its {axis} is {width}",
+            "load the dictionary trained on this model's value",
         )
 
 
@@ -530,9 +548,12 @@ def splice(
     written value is ``value + decode(edited) - decode(features)``: the
     reconstruction error is kept, so only the edit changes the model, and
     without an edit the value is written back unchanged, exactly.
-    Call it before reading anything the write changes.
+    Call it before reading anything the write changes; outside a trace it is
+    refused (``ToolkitInsideTrace``). ``edit`` must keep the features'
+    shape (``InvalidArgument`` otherwise).
     """
-    reads, writes = dictionary.sites(model)
+    _arguments.inside_trace("splice")
+    reads, writes = dictionary.sites(model, function="splice")
     reader, read_name = _host(model, reads)
     x = getattr(reader, read_name)
     local = dictionary._on(x.device)
@@ -542,6 +563,15 @@ def splice(
         edited = features.clone()
         returned = edit(edited)
         edited = edited if returned is None else returned
+        if not isinstance(edited, Tensor) or edited.shape != features.shape:
+            raise InvalidArgument(
+                "splice",
+                "edit",
+                edit,
+                f"it returned {_described(edited)}, where the features are [{', '.join(map(str, features.shape))}] "
+                f"([batch, seq, d_sae={dictionary.d_sae}])",
+                "edit the features in place (returning None), or return a tensor of their shape",
+            )
     writer, write_name = _host(model, writes)
     target = x if writes == reads else getattr(writer, write_name)
     if keep_error:
@@ -552,32 +582,51 @@ def splice(
     return edited
 
 
-def _where(positions: Index) -> slice | Tensor:
+def _described(value: Any) -> str:
+    return f"a tensor of shape [{', '.join(map(str, value.shape))}]" if isinstance(value, Tensor) else f"a {type(value).__name__}"
+
+
+def _where(positions: Index, batch: Batch, function: str) -> slice | Tensor:
+    """``positions`` on the batch's left-padded sequence axis (None: all), negative from the end; out of range refused."""
     if positions is None:
         return slice(None)
-    if isinstance(positions, slice):
-        return positions
-    return torch.as_tensor([positions] if isinstance(positions, int) else positions, dtype=torch.long).reshape(-1)
+    chosen = _arguments.positions(positions, batch.input_ids.shape[1], function=function)
+    return torch.tensor(list(dict.fromkeys(chosen)), dtype=torch.long)
 
 
-def _feature_index(dictionary: Dictionary, features: int | Sequence[int]) -> Tensor:
-    chosen = torch.as_tensor([features] if isinstance(features, int) else list(features), dtype=torch.long).reshape(-1)
-    if len(chosen) == 0:
-        raise ValueError("no features chosen")
-    outside = [int(f) for f in chosen if not -dictionary.d_sae <= f < dictionary.d_sae]
+def _feature_index(dictionary: Dictionary, features: Index, function: str) -> Tensor:
+    """``features`` as indices of the dictionary's ``d_sae`` features, negative from the end; out of range refused."""
+    expected = f"expected an int or a list of ints, indices of the dictionary's d_sae={dictionary.d_sae} features"
+    if isinstance(features, Tensor):
+        if features.is_floating_point() or features.dtype == torch.bool:
+            raise InvalidArgument(function, "features", features, expected)
+        features = features.reshape(-1).tolist()
+    if isinstance(features, bool) or isinstance(features, (str, bytes, float)):
+        raise InvalidArgument(function, "features", features, expected)
+    items = [features] if hasattr(features, "__index__") else list(features) if hasattr(features, "__iter__") else None
+    if items is None or any(isinstance(item, bool) or not hasattr(item, "__index__") for item in items):
+        raise InvalidArgument(function, "features", features, expected)
+    if not items:
+        raise InvalidArgument(function, "features", features, "no features chosen", "give at least one feature index")
+    outside = [int(item) for item in items if not -dictionary.d_sae <= int(item) < dictionary.d_sae]
     if outside:
-        raise IndexError(f"features {outside} are out of range: the dictionary has d_sae={dictionary.d_sae}")
-    return chosen % dictionary.d_sae
+        raise InvalidArgument(
+            function,
+            "features",
+            features,
+            f"{outside} out of range: the dictionary has d_sae={dictionary.d_sae} features, "
+            f"indices 0 to {dictionary.d_sae - 1} (or -{dictionary.d_sae} to -1 from the end)",
+            "pick features of this dictionary",
+        )
+    return torch.tensor([int(item) % dictionary.d_sae for item in items], dtype=torch.long)
 
 
 # -- over prompts ------------------------------------------------------------------
 
 
-def _prompts(prompts: Prompts) -> list[str]:
-    prompts = [prompts] if isinstance(prompts, str) else list(prompts)
-    if not prompts:
-        raise ValueError("no prompts")
-    return prompts
+def _prompts(model: Any, prompts: Prompts, function: str) -> Batch:
+    """The prompts as one left-padded ``Batch`` (strings or token ids; ``_arguments.prompts``), after the call's own checks."""
+    return _arguments.prompts(model, prompts, function=function)
 
 
 @torch.no_grad()
@@ -594,12 +643,19 @@ def run_with_dictionary(
 
     Without ``keep_error`` the model runs on the reconstruction itself (its
     error changes the logits too); with it, only ``edit`` does. One trace;
-    a batch is left-padded.
+    prompts (strings or token ids) are left-padded, whatever side the
+    tokenizer pads, so position ``-1`` is every prompt's last token.
     """
-    prompts = _prompts(prompts)
-    dictionary.sites(model)
+    function = "run_with_dictionary"
+    _arguments.outside_trace(function)
+    dictionary.sites(model, function=function)
+    return _spliced(model, dictionary, _prompts(model, prompts, function), edit, keep_error, remote)
+
+
+def _spliced(model: Any, dictionary: Dictionary, batch: Batch, edit: Any, keep_error: bool, remote: bool | str) -> Tensor:
+    """The logits of one trace of ``batch`` with the dictionary spliced in (``splice``'s ``edit`` and ``keep_error``)."""
     out: list[Tensor] = []
-    with model.trace(prompts, remote=remote):
+    with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
         nnsight.save(out)
         splice(model, dictionary, edit=edit, keep_error=keep_error)
         out.append(model.logits.detach().cpu())
@@ -622,7 +678,7 @@ def ablate_features(
     without input normalization the value loses exactly
     ``sum_i f_i * W_dec[i]`` of the ablated features.
     """
-    return set_features(model, dictionary, prompts, features, 0.0, positions=positions, keep_error=keep_error, remote=remote)
+    return _set(model, dictionary, prompts, features, 0.0, positions, keep_error, remote, "ablate_features")
 
 
 def set_features(
@@ -640,17 +696,41 @@ def set_features(
 
     ``value`` is a number, or a tensor broadcastable to the selected
     ``[batch, positions, len(features)]`` activations. ``positions`` index the
-    left-padded sequence axis (an int, a list, a slice; negative from the end).
+    left-padded sequence axis (an int, a list, a slice; negative from the end;
+    ``-1`` is every prompt's last token).
     """
-    chosen = _feature_index(dictionary, features)
-    where = _where(positions)
+    return _set(model, dictionary, prompts, features, value, positions, keep_error, remote, "set_features")
+
+
+def _set(model: Any, dictionary: Dictionary, prompts: Prompts, features: Any, value: Any, positions: Index, keep_error: bool, remote: Any, function: str) -> Tensor:
+    """``set_features`` (and ``ablate_features``, ``value`` 0), every argument checked before the trace."""
+    _arguments.outside_trace(function)
+    dictionary.sites(model, function=function)
+    chosen = _feature_index(dictionary, features, function)
+    batch = _prompts(model, prompts, function)
+    where = _where(positions, batch, function)
+    selected = (len(batch), batch.input_ids.shape[1] if isinstance(where, slice) else len(where), len(chosen))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            fits = torch.broadcast_shapes(torch.as_tensor(value).shape, selected) == selected
+        except (RuntimeError, TypeError, ValueError):
+            fits = False
+        if not fits:
+            raise InvalidArgument(
+                function,
+                "value",
+                value,
+                f"expected a number or a tensor broadcastable to the selected activations, "
+                f"[batch, positions, features] = {list(selected)}",
+                "give one value, one per feature ([features]), or one per position and feature",
+            )
 
     def edit(acts: Tensor) -> None:
         rows = acts[:, where]
         rows[..., chosen.to(acts.device)] = torch.as_tensor(value, dtype=acts.dtype, device=acts.device)
         acts[:, where] = rows
 
-    return run_with_dictionary(model, dictionary, prompts, edit=edit, keep_error=keep_error, remote=remote)
+    return _spliced(model, dictionary, batch, edit, keep_error, remote)
 
 
 @torch.no_grad()
@@ -670,15 +750,27 @@ def steer_features(
     by default). Nothing is encoded: the decoder rows are added as they are
     (in the normalized units, for a dictionary that normalizes its input).
     """
-    chosen = _feature_index(dictionary, features)
-    coefficients = torch.as_tensor(coefficient, dtype=dictionary.W_dec.dtype).reshape(-1)
-    if len(coefficients) not in (1, len(chosen)):
-        raise ValueError(f"{len(coefficients)} coefficients for {len(chosen)} features: give one, or one per feature")
+    function = "steer_features"
+    _arguments.outside_trace(function)
+    _, writes = dictionary.sites(model, function=function)
+    chosen = _feature_index(dictionary, features, function)
+    try:
+        coefficients = torch.as_tensor(coefficient, dtype=dictionary.W_dec.dtype).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        coefficients = None
+    if coefficients is None or len(coefficients) not in (1, len(chosen)):
+        raise InvalidArgument(
+            function,
+            "coefficient",
+            coefficient,
+            f"{len(chosen)} features chosen; expected one number, or one per feature",
+            "give a float, or a list as long as features",
+        )
+    batch = _prompts(model, prompts, function)
+    where = _where(positions, batch, function)
     direction = (coefficients.to(dictionary.W_dec.device)[:, None] * dictionary.W_dec[chosen.to(dictionary.W_dec.device)]).sum(0)
-    _, writes = dictionary.sites(model)
-    where = _where(positions)
     out: list[Tensor] = []
-    with model.trace(_prompts(prompts), remote=remote):
+    with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
         nnsight.save(out)
         writer, name = _host(model, writes)
         value = getattr(writer, name)
@@ -689,16 +781,9 @@ def steer_features(
     return out[0]
 
 
-def _batches(model: Any, prompts: list[str], batch_size: int) -> list[dict[str, Tensor]]:
-    """The prompts tokenized together, left-padded to one length, in batches of ``batch_size``."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-    encoding = model.tokenizer(prompts, padding=True, return_tensors="pt")
-    ids, mask = encoding["input_ids"], encoding["attention_mask"]
-    return [
-        {"input_ids": ids[start : start + batch_size], "attention_mask": mask[start : start + batch_size]}
-        for start in range(0, len(prompts), batch_size)
-    ]
+def _batches(batch: Batch, batch_size: int) -> list[dict[str, Tensor]]:
+    """The left-padded prompts (one length), ``batch_size`` at a time, as a trace's inputs."""
+    return [batch[start : start + batch_size].inputs for start in range(0, len(batch), batch_size)]
 
 
 @torch.no_grad()
@@ -716,16 +801,20 @@ def feature_activations(
 
     Encodes the value the dictionary reads, in the trace (on the model's
     device), batch by batch; each forward stops once the value is read.
-    Prompts are left-padded to the longest one, padding positions included
-    (``model.tokenizer(prompts, padding=True)["attention_mask"]`` marks them).
+    Prompts (strings or token ids) are left-padded to the longest one,
+    whatever side the tokenizer pads, padding positions included: a prompt's
+    real tokens are its last ones, and position ``-1`` its last token.
     """
-    prompts = _prompts(prompts)
-    reads, _ = dictionary.sites(model)
-    chosen = None if features is None else _feature_index(dictionary, features)
+    function = "feature_activations"
+    _arguments.outside_trace(function)
+    batch_size = _arguments.count(batch_size, function=function, argument="batch_size")
+    reads, _ = dictionary.sites(model, function=function)
+    chosen = None if features is None else _feature_index(dictionary, features, function)
+    batches = _batches(_prompts(model, prompts, function), batch_size)
     parts: list[Tensor] = []
-    for batch in tqdm(_batches(model, prompts, batch_size), desc="feature_activations", disable=not progress):
+    for batch in tqdm(batches, desc=function, disable=not progress):
         out: list[Tensor] = []
-        with model.trace(batch, remote=remote) as tracer:
+        with _arguments.left_padding(model), model.trace(batch, remote=remote) as tracer:
             nnsight.save(out)
             reader, name = _host(model, reads)
             x = getattr(reader, name)
@@ -808,11 +897,13 @@ def evaluate_dictionary(
     value's mean over every real token of the prompts). ``ce_loss_recovered``
     compares the three losses.
     """
+    function = "evaluate_dictionary"
+    _arguments.outside_trace(function)
     if ablation not in ("zero", "mean"):
-        raise ValueError(f"ablation must be 'zero' or 'mean', not {ablation!r}")
-    prompts = _prompts(prompts)
-    reads, writes = dictionary.sites(model)
-    batches = _batches(model, prompts, batch_size)
+        raise InvalidArgument(function, "ablation", ablation, "expected 'zero' or 'mean'")
+    batch_size = _arguments.count(batch_size, function=function, argument="batch_size")
+    reads, writes = dictionary.sites(model, function=function)
+    batches = _batches(_prompts(model, prompts, function), batch_size)
     bar = tqdm(total=3 * len(batches), desc="evaluate_dictionary", disable=not progress)
     totals = torch.zeros(4, dtype=torch.float64)  # squared error, active features, tokens, squared value norms
     value_sum = torch.zeros(dictionary.d_out, dtype=torch.float64)
@@ -820,7 +911,7 @@ def evaluate_dictionary(
     spliced = torch.zeros(2, dtype=torch.float64)
     for batch in batches:
         out: list[Tensor] = []
-        with model.trace(batch, remote=remote):
+        with _arguments.left_padding(model), model.trace(batch, remote=remote):
             nnsight.save(out)
             reader, read_name = _host(model, reads)
             x = getattr(reader, read_name)
@@ -866,7 +957,7 @@ def evaluate_dictionary(
 def _loss_with(model: Any, batch: dict[str, Tensor], remote: bool | str, intervene: Callable[[], Any]) -> Tensor:
     """The summed next-token loss and the prediction count of one trace of ``batch`` under ``intervene()``."""
     out: list[Tensor] = []
-    with model.trace(batch, remote=remote):
+    with _arguments.left_padding(model), model.trace(batch, remote=remote):
         nnsight.save(out)
         intervene()
         out.append(_next_token_loss(model.logits, batch))
