@@ -9,6 +9,14 @@ checkpoint loads once, on one worker.
     --nnterp-checkpoint NAME_OR_PATH   only this checkpoint (repeatable)
     --nnterp-family NAME               only the registered checkpoints of this family (repeatable)
     --nnterp-shard I/N                 only the I-th of N stable shares of the checkpoints
+    --nnterp-settings                  the kit's process settings for the whole run (below)
+
+Installed, the plugin is loaded in every project's test run, and changes
+nothing in it until the kit's tests run: the process settings the kit's tiny
+loads need (one torch thread per xdist worker, no transformers or hub progress
+bars, ``HF_HUB_DISABLE_PROGRESS_BARS=1``) are applied only where a collected
+test asks for one of the kit's fixtures, an ``--nnterp-*`` option is given, or
+a conftest calls ``settle(config)`` (nnterp's own workspace does).
 """
 
 from __future__ import annotations
@@ -38,19 +46,41 @@ settings.register_profile(
 )
 
 
+#: the kit's fixtures: a test asking for one is the kit's, and its run takes the kit's process settings
+KIT_FIXTURES = frozenset({"nnterp_checkpoint", "nnterp_check", "nnterp_model", "tiny_model", "nnterp_profile"})
+#: the options that narrow or tune the kit's run: given one, the run is the kit's
+KIT_OPTIONS = ("nnterp_checkpoint", "nnterp_family", "nnterp_shard", "nnterp_dtype", "nnterp_settings")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "nnterp_checkpoints(*names): run the kit on these checkpoints only")
-    # No "Loading weights" bar per tiny load: through the environment for this
-    # process's later imports and the processes tests start, and directly where
-    # transformers is already imported (a conftest importing nnterp).
+    if any(config.getoption(name, None) for name in KIT_OPTIONS):
+        settle(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(KIT_FIXTURES.intersection(getattr(item, "fixturenames", ())) for item in items):
+        settle(config)
+
+
+def settle(config: pytest.Config) -> None:
+    """The kit's process settings, once per process: no progress bar per tiny load, and one torch thread per xdist worker.
+
+    No "Loading weights" bar: through the environment for this process's later
+    imports and the processes tests start, and directly where transformers is
+    already imported. One thread per worker: tiny models gain nothing from
+    intra-op threads, and two workers each spinning two on two cores slow each
+    other several-fold. Called by the plugin for the kit's runs only (see the
+    module's docstring); a conftest calls it to give a whole run these settings.
+    """
+    if getattr(config, "_nnterp_settled", False):
+        return
+    config._nnterp_settled = True  # type: ignore[attr-defined]
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     if "transformers" in sys.modules:
         from transformers.utils import logging
 
         logging.disable_progress_bar()
-    # One thread per xdist worker: tiny models gain nothing from intra-op
-    # threads, and two workers each spinning two on two cores slow each other
-    # several-fold.
     if hasattr(config, "workerinput"):
         import torch
 
@@ -65,6 +95,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--nnterp-dtype", default=None, metavar="DTYPE", choices=("float32", "bfloat16", "float16"),
         help="load the kit's checkpoints in this dtype (default: as each is registered, float32)",
+    )
+    group.addoption(
+        "--nnterp-settings", action="store_true", default=False,
+        help="give this whole run the kit's process settings (one torch thread per xdist worker, no transformers or hub "
+        "progress bars); without it they apply only when the kit's fixtures are collected or another --nnterp-* option is given",
     )
 
 
