@@ -28,6 +28,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
 
+from . import reach
 from ._served import SERVED_BY
 from .errors import FamilyNotFound
 from .family import Family, family_of_module
@@ -174,11 +175,12 @@ def family_named(name: str) -> Family:
 
 
 def family_for(model_type: str) -> Family:
-    """The family serving ``model_type``; a clear error naming what to install when none does."""
+    """The family serving ``model_type``; a clear error naming what to install, or why it is out of reach, when none does."""
     name = _entry("model_types", model_type)
     if name is not None:
         return family_named(name)
     missing_package(model_type)
+    reach.refuse(model_type)
     raise FamilyNotFound(
         f"no nnterp family exists yet for model type {model_type!r}; write one "
         f"(docs/adding-a-family.md) and register it under the {FAMILIES!r} entry-point group, "
