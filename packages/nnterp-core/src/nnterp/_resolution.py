@@ -3,7 +3,9 @@
 A family found by a model type it lists is returned as it is; one found
 otherwise is a copy saying how (``Family.resolution``). A type an
 uninstalled nnterp package serves is an error naming the package before any
-class is looked at or anything inferred: installing it is the fix.
+class is looked at or anything inferred: installing it is the fix. A type
+``nnterp.reach`` keeps out of reach, and no family serves by its classes, is
+refused with its reason before anything is inferred.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import torch
 
-from . import registry
+from . import reach, registry
 from .errors import FamilyNotFound
 from .family import Family
 
@@ -42,6 +44,8 @@ def resolve(model: Any, kwargs: dict) -> Family:
     if served is not None:
         family, klass = served
         return family.found_by(f"model class {klass}, which the {family.name} family serves (no family names model type {model_type!r})")
+    # a type kept out of reach is refused with its reason, not inferred into values a proof would withdraw
+    reach.refuse(model_type)
     from .inference import infer
 
     try:
