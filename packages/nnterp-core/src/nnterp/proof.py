@@ -17,7 +17,9 @@ stream between the sublayers is the input plus the attention's, each block
 hands its output to the next, the logits are the last stream projected, the
 pattern is the softmax of the scores, the heads are the pattern against the
 values, and the down projection of the neurons is the MLP's output where the
-MLP returns that projection.
+MLP returns that projection. A read that raises refutes what it was read for,
+and the reason names the identity being checked, the value read and the
+operation that raised (its line, and the module whose forward ran it).
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import linecache
+import os
 import textwrap
+import traceback
 from typing import Any
 
 import torch
@@ -49,6 +54,15 @@ class Finding:
     status: str
     detail: str
     refuted: tuple[tuple[int | None, str], ...] = ()
+    #: whether it failed because a read raised (``detail`` says which and where) rather than by a gap
+    raised: bool = False
+
+    @property
+    def reason(self) -> str:
+        """What a value this finding refutes says when read."""
+        if self.raised:
+            return f"the proof at load could not check {self.identity}: {self.detail}"
+        return f"the proof at load found {self.identity} does not hold: {self.detail}"
 
     def __str__(self) -> str:
         withdrawn = f"; withdrawn: {', '.join(_spelled(at) for at in self.refuted)}" if self.refuted else ""
@@ -76,12 +90,19 @@ def prove(model: Any, withdraw: bool = True) -> Proof:
     failure refutes ``Unavailable`` on it."""
     prompt = torch.randint(1, max(model.vocab_size, 2), (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(SEED))
     reads = _Reads(model, prompt)
-    findings = [identity(model, reads) for identity in IDENTITIES]
-    findings += reads.failures()
+    findings, titles = [], {}
+    for identity in IDENTITIES:
+        reads.checking = identity.__name__
+        findings.append(identity(model, reads))
+        titles[identity.__name__] = findings[-1].identity
+    # an identity that did not run because its reads raised is reported by what raised, not as "not run"
+    blocked = {titles[identity] for _, identity, _ in reads.raised.values()}
+    findings = [finding for finding in findings if not (finding.status == NOT_RUN and finding.identity in blocked)]
+    findings += reads.failures(titles)
     refuted: dict[tuple[int | None, str], str] = {}
     for finding in findings:
         for at in finding.refuted:
-            refuted.setdefault(at, f"the proof at load found {finding.identity} does not hold: {finding.detail}")
+            refuted.setdefault(at, finding.reason)
     if withdraw:
         withdrawn(model, refuted)
     return Proof(tuple(findings), refuted)
@@ -106,7 +127,10 @@ class _Reads:
         self.model, self.prompt = model, prompt
         self.dtype = next(model._module.parameters()).dtype
         self.found: dict[str, dict[int | None, torch.Tensor]] = {}
-        self.raised: dict[str, tuple[list[int | None], str]] = {}
+        #: value name -> (the blocks it was read on, the identity it was read for, what it raised and where)
+        self.raised: dict[str, tuple[list[int | None], str, str]] = {}
+        #: the identity being checked (its function's name): the one a read that raises is reported under
+        self.checking = ""
 
     def blocks(self, name: str) -> list[int]:
         """The blocks where ``name`` is available (declared so and not withdrawn)."""
@@ -119,7 +143,7 @@ class _Reads:
             try:
                 self.found[name] = self._trace(name, layers)
             except Exception as error:  # noqa: BLE001 - whatever a read raises (a moved operation, a changed return) refutes it
-                self.raised[name] = (layers, f"reading it raised {type(error).__name__}: {str(error).splitlines()[0]}")
+                self.raised[name] = (layers, self.checking, f"reading {_spelled_on(name, layers)} {raised(error, self.model)}")
         return self.found.get(name, {})
 
     def _trace(self, name: str, layers: list[int | None]) -> dict[int | None, torch.Tensor]:
@@ -133,12 +157,49 @@ class _Reads:
                 saved[layer] = _value(host, name).detach().clone()
         return dict(saved)
 
-    def failures(self) -> list[Finding]:
-        """A finding per value whose read raised: it is withdrawn where it was asked for, with what it raised."""
+    def failures(self, titles: dict[str, str]) -> list[Finding]:
+        """A finding per value whose read raised, under the identity it was read for (``titles``: function name -> its
+        title): it is withdrawn where it was asked for, with what raised and where."""
         return [
-            Finding(f"{name} reads", FAILS, detail, tuple((layer, name) for layer in layers))
-            for name, (layers, detail) in self.raised.items()
+            Finding(titles.get(identity, identity), FAILS, detail, tuple((layer, name) for layer in layers), raised=True)
+            for name, (layers, identity, detail) in self.raised.items()
         ]
+
+
+#: the paths of the frames a read passes through that are no operation of the model's: torch's module calls, nnsight's tracing
+PLUMBING = tuple(f"{os.sep}{package}{os.sep}" for package in ("torch", "nnsight"))
+
+
+def raised(error: BaseException, model: Any = None) -> str:
+    """``raised TYPE in OPERATION (file:line: source) of MODULE: message``: the innermost frame outside torch and nnsight
+    (the model's operation, or nnterp's) and the module whose forward ran it, by its path in ``model`` where found."""
+    where, module = "", ""
+    for frame, line in reversed(list(traceback.walk_tb(error.__traceback__))):
+        path = frame.f_code.co_filename
+        if not where and not any(part in path for part in PLUMBING):
+            source = linecache.getline(path, line).strip()
+            source = source if len(source) <= 100 else source[:97] + "..."
+            where = f" in {frame.f_code.co_name} ({os.path.basename(path)}:{line}{f': {source}' if source else ''})"
+        owner = frame.f_locals.get("self")
+        if where and isinstance(owner, torch.nn.Module):
+            module = f" of {_module_path(model, owner) or type(owner).__name__}"
+            break
+    message = str(error).strip().splitlines()
+    return f"raised {type(error).__name__}{where}{module}: {message[0] if message else '(no message)'}"
+
+
+def _module_path(model: Any, module: torch.nn.Module) -> str | None:
+    root = getattr(model, "_module", None)
+    if root is None:
+        return None
+    found = next((path for path, child in root.named_modules() if child is module), None)
+    return None if found is None else f"{found or 'the root'} ({type(module).__name__})"
+
+
+def _spelled_on(name: str, layers: list[int | None]) -> str:
+    if layers == [None]:
+        return f"model.{name}"
+    return f"{name} on {', '.join(f'layers[{layer}]' for layer in layers)}" if layers else name
 
 
 def _value(host: Any, dotted: str) -> Any:
@@ -253,7 +314,8 @@ def logits_from_last_layer(model: Any, reads: _Reads) -> Finding:
             projected = nnsight.save(model.project_on_vocab(model.layers[last].layer_output).detach().clone())
             logits = nnsight.save(model.logits.detach().clone())
     except Exception as error:  # noqa: BLE001 - the projection or the logits raising refutes the projection
-        return Finding("logits_from_last_layer", FAILS, f"raised {type(error).__name__}: {str(error).splitlines()[0]}", ((None, "project_on_vocab"),))
+        detail = f"reading project_on_vocab(layers[{last}].layer_output) and the logits {raised(error, model)}"
+        return Finding("logits_from_last_layer", FAILS, detail, ((None, "project_on_vocab"),), raised=True)
     return _judge(reads, "logits_from_last_layer (project_on_vocab(layers[-1].layer_output) == logits)", [(None, projected, logits)], ("project_on_vocab",))
 
 
@@ -317,7 +379,8 @@ def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
                     projected = mlp.down_proj(mlp.mlp_neurons).detach().clone()
                     saved[layer] = (mlp.mlp_output.detach().clone(), projected)
         except Exception as error:  # noqa: BLE001 - reading them raising refutes them, as any other read
-            return Finding("neurons_make_contribution", FAILS, f"raised {type(error).__name__}: {str(error).splitlines()[0]}", tuple((layer, "mlp.mlp_neurons") for layer in blocks))
+            detail = f"reading mlp_output and down_proj(mlp_neurons) on {', '.join(f'layers[{layer}]' for layer in blocks)} {raised(error, model)}"
+            return Finding("neurons_make_contribution", FAILS, detail, tuple((layer, "mlp.mlp_neurons") for layer in blocks), raised=True)
         pairs = [(layer, output, projected) for layer, (output, projected) in dict(saved).items()]
     why_not = _why_not(model, ("mlp.mlp_neurons", "mlp.mlp_output")) or "no MLP's forward returns its down projection's call"
     return _judge(reads, "neurons_make_contribution (down_proj(mlp_neurons) == mlp_output)", pairs, ("mlp.mlp_neurons", "mlp.mlp_activation"), why_not)
