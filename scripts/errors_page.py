@@ -101,6 +101,27 @@ def device_map_on_disk():
     StandardizedTransformer(tiny_checkpoint("llama"), device_map={"": "disk"}, offload_folder="./offload")
 
 
+@contextlib.contextmanager
+def dory_written() -> Iterator[None]:
+    """A tiny checkpoint of dory (an nGPT block with looped layers, which no family serves) at ./checkpoints/dory."""
+    from nnterp.tiny import TinyConfig
+    from nnterp_conformance.checkpoints import write_checkpoint
+
+    write_checkpoint(TinyConfig("dory"), Path("checkpoints/dory"))
+    yield
+
+
+@case(
+    "Loading",
+    "A model type nnterp keeps out of reach",
+    "Refused with the reason its structure gives no standard value one meaning. Without it, a family inferred from "
+    "the module tree loads, and its proof at load withdraws the values it refutes.",
+    setup=dory_written,
+)
+def out_of_reach():
+    StandardizedTransformer("./checkpoints/dory")
+
+
 # -- the order rule ---------------------------------------------------------------------
 
 
