@@ -4,10 +4,11 @@ nnsight serves gradients only inside ``with loss.backward():``, where it swaps
 its own ``Tensor.grad`` in for the length of the backward. Anywhere else in a
 trace, ``value.grad`` is torch's attribute: None on every activation, and the
 user's next line fails on the None. For the length of a trace of a
-``StandardizedTransformer``, ``Tensor.grad`` is this guard: a tensor whose
-gradient autograd will never store (an activation, or a value read under
-``torch.no_grad()``) raises ``GradientOutsideBackward`` with the form that
-works; parameters and tensors that retain their gradient read as torch reads them.
+``StandardizedTransformer``, ``Tensor.grad`` is this guard: a tensor nnterp
+served as a standard value (``mark`` tags it as it is read) whose gradient
+autograd will never store raises ``GradientOutsideBackward`` with the form that
+works; every other tensor (the user's own, another thread's, a parameter, one
+that retains its gradient) reads exactly as torch reads it.
 """
 
 from __future__ import annotations
@@ -34,12 +35,10 @@ FORM = """with model.trace(prompt):
 
 
 def _read(tensor: torch.Tensor) -> Any:
-    if tensor.retains_grad or (tensor.is_leaf and tensor.requires_grad):
-        return NATIVE.__get__(tensor)  # autograd stores this one's gradient: a parameter, a retained tensor
-    named = tensor.__dict__.get(SPELLING)
-    if named is None and not tensor.requires_grad:
-        return NATIVE.__get__(tensor)  # a plain tensor no standard value served: torch's answer
-    value = named or "<tensor>"
+    value = tensor.__dict__.get(SPELLING)
+    if value is None or tensor.retains_grad or (tensor.is_leaf and tensor.requires_grad):
+        # a tensor nnterp did not serve (the user's own, another thread's), or one whose gradient autograd stores
+        return NATIVE.__get__(tensor)
     why = (
         "the trace runs under torch.no_grad(), so no gradient can reach it; trace without no_grad and "
         if not tensor.requires_grad
