@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ._pitfalls import read_in_backward
 from ._spelling import spelled
 from .errors import NeverRan, OutOfOrder
 
@@ -44,6 +45,8 @@ def translated(prop: Any, envoy: Any, verb: str, mediator: Any) -> OutOfOrder | 
     if mediator.iteration != 0 or pending is None or pending.provider is None:
         return None
     here = spelled(envoy, prop.name)
+    if mediator.interleaver is not envoy.root.interleaver:
+        return read_in_backward(here, verb)  # a backward's own worker: it serves gradients alone
     base = _base(pending.provider)
     if not _ran(mediator, base):
         return NeverRan(f"{here} was {verb} but never computed on this call: {_why(envoy.root, mediator, base)}.")

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, Callable
 
 import torch
+from greenlet import getcurrent
 from nnsight.intervention.eproperty import WriteBack, eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 from nnsight.intervention.util import first_input, replace_first_input
@@ -23,6 +24,7 @@ from nnsight.intervention.util import first_input, replace_first_input
 from . import _tensor_parallel as tensor_parallel
 from . import layouts
 from ._gradients import mark
+from ._pitfalls import outside_trace
 from ._order import note_served, translated
 from ._spelling import spelled_cached
 from ._writes import check_against, check_before
@@ -379,6 +381,11 @@ class EProperty(eproperty):
                 if better is None:
                     raise
                 raise better from None
+            except ValueError:
+                better = self._outside(obj, "read")
+                if better is None:
+                    raise
+                raise better from None
             if sharded:
                 value = tensor_parallel.read_whole(self, obj, value, self._transform is None)
         except AttributeError as error:
@@ -406,6 +413,17 @@ class EProperty(eproperty):
             if better is None:
                 raise
             raise better from None
+        except ValueError:
+            better = self._outside(obj, verb)
+            if better is None:
+                raise
+            raise better from None
+
+    def _outside(self, obj: Any, verb: str) -> ValueError | None:
+        """``OutsideTrace`` for nnsight's ``Cannot access ... outside of interleaving`` (no worker runs), else None."""
+        if getattr(getcurrent(), "mediator", None) is not None or not hasattr(obj, "path"):
+            return None
+        return outside_trace(spelled_cached(obj, self.name), verb)
 
     def _translated(self, obj: Any, verb: str, error: OutOfOrderError) -> OutOfOrder | None:
         """The ``OutOfOrder`` (or ``NeverRan``) in standard names to raise for nnsight's ``error``, or None to keep it."""

@@ -127,6 +127,37 @@ class ToolkitInsideTrace(TracingMistake):
     """A toolkit function that runs its own forwards, called inside an open trace; or one that edits a trace, called outside."""
 
 
+class UnsavedValue(TracingMistake, NameError):
+    """A name bound to a tensor inside a trace without ``.save()``, used after the trace: only saved values leave it.
+
+    A ``NameError`` too, which is what the use raised before nnterp said why.
+    """
+
+
+class LoopCutShort(TracingMistake, NameError):
+    """A name bound after an open ``tracer.all()`` / ``tracer.iter[:]`` loop, which ends its invoke: the line never ran."""
+
+
+class NestedTrace(TracingMistake, ValueError):
+    """A trace opened inside another trace of the same model: one runs at a time (invokes batch several prompts)."""
+
+
+class InvokeBeforeBarrier(TracingMistake, NameError):
+    """A name one invoke binds, read in another before a barrier both reach (a ``NameError`` in nnsight's words)."""
+
+
+class GradientOrder(TracingMistake, OutOfOrder):
+    """``.grad`` of two values read inside ``backward()`` in forward order: gradients arrive last value first."""
+
+
+class ReadInBackward(TracingMistake, OutOfOrder):
+    """A standard value first read inside ``with metric.backward():``, after the forward that computes it is over."""
+
+
+class OutsideTrace(TracingMistake, ValueError):
+    """A standard value read or written outside ``with model.trace(...):``, where there is no forward to serve it."""
+
+
 class CheckpointNotFound(FileNotFoundError):
     """A checkpoint path that is neither a saved checkpoint's directory nor a plausible hub id."""
 

@@ -11,6 +11,7 @@ from typing import Any
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 
+from . import _pitfalls as pitfalls
 from . import _tensor_parallel as tensor_parallel
 from ._aliasing import aliasing_kept
 from ._cache import bridge as cache_bridge
@@ -79,6 +80,13 @@ class StandardizedTransformer(TransformersModel):
     modules), ``logits``; sizes ``hidden_size``, ``num_layers``,
     ``num_heads``, ``vocab_size``; ``family`` (the ``Family`` it loaded with) and
     ``support()``.
+
+    A hub id or a directory is built on the meta device, and the weights load
+    at the first trace (or at ``model.dispatch()``; ``dispatch=True`` loads
+    them here), which replaces the modules: a weight, a module or
+    ``model._module`` taken before then is the empty meta one, and stays so.
+    Take such handles after a trace or after ``model.dispatch()``;
+    ``model.dispatched`` says whether the weights are in.
     """
 
     def __init__(
@@ -197,20 +205,35 @@ class StandardizedTransformer(TransformersModel):
     def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         # .grad outside a backward pass raises for the length of the run; a call that fails leaves no worker
         # behind for the next trace (a refusal before the forward too) and the cache it was handed as it was
+        # a failure nnsight words in its own terms (a NameError across invokes, gradients read in forward order)
+        # is said in standard names; a name bound to a tensor and not saved says so where it is used next
         state = self.__dict__
         state["_nnterp_cache"] = None
+        workers = list(self.interleaver.mediators)
         # nnterp._gradients.guarded() written out: a generator-based context manager costs more than the swap itself
         previous = Tensor.grad
         Tensor.grad = GRAD_GUARD
         try:
-            return super().interleave(fn, *args, **kwargs)
-        except BaseException:
+            result = super().interleave(fn, *args, **kwargs)
+        except BaseException as error:
             self.interleaver.cancel()
             restore(state["_nnterp_cache"])
-            raise
+            better = pitfalls.translated(error, workers)
+            if better is None:
+                raise
+            better.__intervention_tb__ = getattr(error, "__intervention_tb__", None) or error.__traceback__
+            raise better.with_traceback(better.__intervention_tb__) from None
         finally:
             state["_nnterp_cache"] = None
             Tensor.grad = previous
+        pitfalls.keep_unsaved(workers)
+        return result
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        # nnsight fails inside the run, in its own terms; refused here, at the inner trace's line
+        if self.interleaver.interleaving:
+            raise pitfalls.nested_trace()
+        return super().trace(*args, **kwargs)
 
     # -- values ------------------------------------------------------------------
 
