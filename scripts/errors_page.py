@@ -269,6 +269,142 @@ def logits_at_out_of_order():
     patch_residual(model, "John met Mary. J", "John met Mary. M", lambda logits: logits[0, -1, 0], logits_at=[-1, 0], progress=False)
 
 
+# -- tracing pitfalls -------------------------------------------------------------------
+
+
+@case(
+    "Tracing pitfalls",
+    "A value used after the trace without `.save()`",
+    "A trace hands back only the values marked with `.save()`. nnsight alone leaves the name unbound "
+    "(`NameError` at this line) or holding what it held before the trace; nnterp binds it to a value "
+    "whose first use says why.",
+)
+def not_saved():
+    with model.trace("Hello world"):
+        hidden = model.layers[0].layer_output
+    hidden.shape
+
+
+@case(
+    "Tracing pitfalls",
+    "A trace inside a trace",
+    "nnsight alone fails inside the run in its own terms (`AttributeError: 'NoneType' object has no attribute "
+    "'event'`, or `ValueError: cyclic parent chain`).",
+)
+def nested_trace():
+    with model.trace("The Eiffel Tower is in"):
+        with model.trace("The Colosseum is in"):
+            hidden = model.layers[0].layer_output.save()
+
+
+@case(
+    "Tracing pitfalls",
+    "A value patched across invokes without a barrier",
+    "nnsight alone: `NameError: name 'source' is not defined`. A subclass of `NameError`, so an `except NameError` still catches it.",
+)
+def without_barrier():
+    with model.trace() as tracer:
+        with tracer.invoke("The Eiffel Tower is in"):
+            source = model.layers[0].layer_output
+        with tracer.invoke("The Colosseum is in"):
+            model.layers[0].layer_output = source
+
+
+@case(
+    "Tracing pitfalls",
+    "Gradients read in forward order",
+    "nnsight alone: `OutOfOrderError: '140234954241632.grad.i0' was requested but the model already ran past it`.",
+)
+def gradients_in_forward_order():
+    with model.trace("Hello world"):
+        early = model.layers[0].layer_output
+        late = model.layers[1].layer_output
+        metric = model.logits[:, -1].sum()
+        with metric.backward():
+            early_grad = early.grad.save()
+            late_grad = late.grad.save()
+
+
+@case("Tracing pitfalls", "A value first read inside `backward()`", "Before nnterp said so, this read as a block that did not run.")
+def read_in_backward():
+    with model.trace("Hello world"):
+        metric = model.logits[:, -1].sum()
+        with metric.backward():
+            gradient = model.layers[1].layer_output.grad.save()
+
+
+@case(
+    "Tracing pitfalls",
+    "A value outside a trace",
+    "nnsight alone: ``ValueError: Cannot access `model.model.layers.0.output` outside of interleaving``.",
+)
+def outside_trace():
+    model.layers[0].layer_output.shape
+
+
+@case(
+    "Tracing pitfalls",
+    "A weight taken before the first trace",
+    "nnsight builds the model on the meta device and loads the weights at the first trace (or at "
+    "`model.dispatch()`), replacing the modules: a weight, a module or `model._module` taken before then "
+    "is the meta one and stays so. torch's own message; take handles after a trace or after "
+    "`model.dispatch()`, or load with `dispatch=True`.",
+)
+def weight_before_first_trace():
+    fresh = StandardizedTransformer(tiny_checkpoint("llama"))
+    unembedding = fresh.lm_head.weight
+    with torch.no_grad(), fresh.trace("Hello world"):
+        logits = fresh.logits.save()
+    unembedding[0].tolist()
+
+
+@case(
+    "Tracing pitfalls",
+    "Statements after an open `tracer.all()` loop",
+    "The loop ends its invoke when the model stops, and nnsight skips every statement after it with only a "
+    "`UserWarning` ('... was never reached'): alone, `ids` is unbound (`UnboundLocalError`) or keeps what it "
+    "held before. nnterp binds the names those statements bind to a value whose first use says so. "
+    "Put what follows the loop in an invoke of its own, or bound the loop and pass `min_new_tokens=`.",
+)
+def after_open_loop():
+    with model.generate("Hello world", max_new_tokens=2) as tracer:
+        for step in tracer.all():
+            hidden = model.layers[0].layer_output.save()
+        ids = tracer.result.save()
+    ids.shape
+
+
+# -- cache, extraction and dictionaries arguments ----------------------------------------
+
+
+@contextlib.contextmanager
+def another_run() -> Iterator[None]:
+    """An extraction of other texts already in ``acts/``."""
+    from nnterp.toolkit.extraction import extract_values
+
+    extract_values(model, ["Other texts", "extracted", "before"], ["layers.0.layer_output"], "acts/", progress=False)
+    yield
+
+
+@case("Toolkit", "A batch size of zero", "Checked before the model runs; Python alone fails inside `range()`.")
+def cache_batch_size_zero():
+    from nnterp.toolkit import cache_values
+
+    cache = cache_values(model, ["Hello world", "The Eiffel Tower"], ["layers.0.layer_output"], batch_size=0)
+
+
+@case(
+    "Toolkit",
+    "An extraction into a directory holding another run",
+    "`acts/` holds a finished extraction of three other texts: it is never returned for these.",
+    setup=another_run,
+)
+def extraction_of_other_texts():
+    from nnterp.toolkit.extraction import extract_values
+
+    shards = extract_values(model, ["The Eiffel Tower is in Paris", "Hello world"], ["layers.0.layer_output"], "acts/")
+
+
 # -- the page ---------------------------------------------------------------------------
 
 
