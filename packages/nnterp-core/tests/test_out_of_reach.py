@@ -43,6 +43,13 @@ def test_each_table_gives_the_load_its_reason(tmp_path, model_type, expected):
     assert reason(model_type) == expected  # a wrapper gets the vision table's reason, more specific than "a vision-language wrapper"
 
 
+def test_a_reason_about_the_kits_tiny_checkpoint_alone_refuses_no_load():
+    from nnterp.reach import refuse
+
+    assert reason("qwen4_exp_text") is not None
+    refuse("qwen4_exp_text")  # raises nothing: a real checkpoint builds, and is inferred and proven as any other
+
+
 def test_a_type_out_of_reach_whose_classes_a_family_serves_still_loads_with_it(tmp_path):
     from nnterp import registry
     from nnterp._resolution import resolve

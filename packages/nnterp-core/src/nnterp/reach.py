@@ -135,6 +135,9 @@ STRUCTURE: dict[str, str] = {
     ),
 }
 
+#: reasons about the kit's tiny checkpoints, not about the type's structure: a load infers and proves such a type as any other
+TINY_ONLY = (QSA,)
+
 #: the reason for each causal-LM type this table knows
 REASONS: dict[str, str] = {**{model_type: reason for reason, types in KINDS.items() for model_type in types}, **STRUCTURE}
 
@@ -164,7 +167,7 @@ def reason(model_type: str) -> str | None:
 
 
 def refuse(model_type: str) -> None:
-    """Raise ``OutOfReach`` for a type the tables keep out of reach; the caller has found no family serving it."""
+    """Raise ``OutOfReach`` for a type the tables keep out of reach by its structure; the caller has found no family serving it."""
     why = reason(model_type)
-    if why is not None:
+    if why is not None and why not in TINY_ONLY:
         raise OutOfReach(model_type, why)
