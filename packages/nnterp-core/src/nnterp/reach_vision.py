@@ -97,7 +97,7 @@ TEXT_ONLY_IN_MAPPING = (
 
 SHORT_CONV_TEXT = (
     "its text model is Inkling's (inkling_text, inkling2_text: plain residual short convolutions beside the "
-    "attention, and on Inkling 2 block attention residuals), which nnterp does not serve (nnterp.reach says why), so "
+    "attention, and on Inkling 2 block attention residuals), which nnterp does not serve (reach.py says why), so "
     "there is no text side to attach a tower to"
 )
 LOOPED_SHORT_CONV_TEXT = (
