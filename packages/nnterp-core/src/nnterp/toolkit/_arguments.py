@@ -141,7 +141,7 @@ def positions(given: Any, length: int, *, function: str, argument: str = "positi
 
 def count(given: Any, *, function: str, argument: str, minimum: int = 1) -> int:
     """A whole number of at least ``minimum`` (a batch size, a ``k``)."""
-    fix = f"pass {argument}={max(minimum, 1)} or more"
+    fix = f"pass {argument}={minimum} or more"
     if isinstance(given, bool) or not hasattr(given, "__index__"):
         raise InvalidArgument(function, argument, given, f"expected an int of at least {minimum}", fix)
     value = operator.index(given)
