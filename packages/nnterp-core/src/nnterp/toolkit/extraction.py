@@ -406,7 +406,8 @@ def extract_values(
     other directory holding an extraction is refused with ``InvalidArgument``
     before the model runs, naming what differs: another model, other values
     or other settings, or other texts (other ones, fewer or more than a
-    complete run's); extract into a new directory instead.
+    complete run's); extract into a new directory instead. It runs the model
+    itself, so it is refused inside an open trace (``ToolkitInsideTrace``).
 
     As in ``cache_values``, where every value is read at a module boundary
     each batch runs as a plain forward with hooks rather than a trace (the
