@@ -79,6 +79,16 @@ def test_a_computed_tensor_not_saved_says_so_and_saved_ones_leave_as_before(mode
     assert kept.shape[-1] == model.hidden_size
 
 
+def test_a_list_of_saved_values_not_saved_itself_says_save_the_list(model):
+    with model.trace(PROMPT):
+        outputs = [layer.layer_output.save() for layer in model.layers]
+        numbers = [1, 2]
+    with pytest.raises(UnsavedValue, match=r"(?s)outputs was bound to a list of tensors .*outputs = nnsight.save\(\[...\]\)"):
+        len(outputs)
+    with pytest.raises(NameError):
+        numbers  # noqa: B018 - nothing but tensors is rebound: nnsight's own NameError
+
+
 def test_in_a_session_values_still_flow_between_traces_without_save(model):
     with model.session():
         with model.trace(PROMPT):

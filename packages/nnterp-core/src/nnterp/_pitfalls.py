@@ -62,16 +62,23 @@ class Unsaved:
         self._message = message
 
     @classmethod
-    def of(cls, variable: str, value: str | None) -> "Unsaved":
-        """The name ``variable``, bound to the standard value ``value`` (None: some other tensor) and not saved."""
-        read = f"model.{value}" if value else "..."
-        what = value if value else "a tensor computed inside the trace"
+    def of(cls, variable: str, value: Any) -> "Unsaved":
+        """The name ``variable``, bound to ``value`` (a tensor, or a container holding some) and not saved."""
+        if isinstance(value, Tensor):
+            spelling = value.__dict__.get(SPELLING)
+            what = spelling or "a tensor computed inside the trace"
+            fix = f"{variable} = {f'model.{spelling}' if spelling else '...'}.save()"
+        else:
+            kind = "dict" if isinstance(value, dict) else "tuple" if isinstance(value, tuple) else "list"
+            what = f"a {kind} of tensors"
+            written = {"dict": "{...}", "tuple": "(...)", "list": "[...]"}[kind]
+            fix = f"{variable} = nnsight.save({written})  # .save() on each element keeps the elements, not the {kind}"
         return cls(
             variable,
             UnsavedValue,
             f"{variable} was bound to {what} inside the trace without .save(), so it did not leave the trace: "
-            f"a trace hands back only the values marked with .save() (nnsight.save([...]) for a list). "
-            f"Save it where it is bound:\n    with model.trace(prompt):\n        {variable} = {read}.save()",
+            f"a trace hands back only the values marked with .save(). Save it where it is bound:\n"
+            f"    with model.trace(prompt):\n        {fix}",
         )
 
     @classmethod
@@ -147,11 +154,22 @@ def keep_unsaved(mediators: list) -> None:
         scope = mediator.lcls
         for name in scope.written:
             value = dict.get(scope, name)
-            if isinstance(value, Tensor) and id(value) not in saves:
-                _bind(scope, saves, name, Unsaved.of(name, value.__dict__.get(SPELLING)))
+            if id(value) not in saves and _holds_tensors(value):
+                _bind(scope, saves, name, Unsaved.of(name, value))
         if mediator.pending is not None:
             for name in _stored(mediator.code) - scope.written:
                 _bind(scope, saves, name, Unsaved.cut_short(name))
+
+
+def _holds_tensors(value: Any) -> bool:
+    """A tensor, or a list, tuple or dict with a tensor among its items (one level down)."""
+    if isinstance(value, Tensor):
+        return True
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (list, tuple)):
+        return False
+    return any(isinstance(item, Tensor) for item in value)
 
 
 def _bind(scope: Any, saves: set, name: str, unsaved: Unsaved) -> None:

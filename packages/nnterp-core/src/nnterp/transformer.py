@@ -230,6 +230,7 @@ class StandardizedTransformer(TransformersModel):
         return result
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """nnsight's ``trace``; inside another trace of this model, ``NestedTrace`` (batch prompts as invokes instead)."""
         # nnsight fails inside the run, in its own terms; refused here, at the inner trace's line
         if self.interleaver.interleaving:
             raise pitfalls.nested_trace()
