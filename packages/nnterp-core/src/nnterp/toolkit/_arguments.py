@@ -34,6 +34,7 @@ __all__ = [
     "left_padding",
     "outside_trace",
     "positions",
+    "prompt_positions",
     "prompts",
     "vector",
 ]
@@ -139,6 +140,25 @@ def positions(given: Any, length: int, *, function: str, argument: str = "positi
     return indices(given, length, function=function, argument=argument, what="positions")
 
 
+def prompt_positions(given: Any, lengths: Sequence[int], width: int, *, function: str, argument: str = "positions") -> Tensor:
+    """Positions of each prompt of a left-padded batch as columns of it, ``[prompts, len(positions)]``.
+
+    Each prompt's own positions: negative from its last token, non-negative
+    from its first (a slice with a negative bound counts from the end); a
+    position outside the shortest prompt (into another's padding) is refused.
+    """
+    shortest = min(lengths)
+    given = slice(None) if given is None else given
+    indices(given, shortest, function=function, argument=argument, what=f"positions of the shortest prompt ({shortest} tokens)")
+    if isinstance(given, slice):
+        negative = any(bound is not None and bound < 0 for bound in (given.start, given.stop))
+        signed = list(range(-shortest, 0) if negative else range(shortest))[given]
+    else:
+        signed = given.tolist() if isinstance(given, Tensor) else given
+        signed = [operator.index(signed)] if hasattr(signed, "__index__") else [operator.index(item) for item in signed]
+    return torch.tensor([[width + at if at < 0 else width - length + at for at in signed] for length in lengths])
+
+
 def count(given: Any, *, function: str, argument: str, minimum: int = 1) -> int:
     """A whole number of at least ``minimum`` (a batch size, a ``k``)."""
     fix = f"pass {argument}={minimum} or more"
@@ -197,10 +217,13 @@ class Batch:
         return Batch(self.input_ids[rows], self.attention_mask[rows], texts)
 
 
+def _id(item: Any) -> bool:
+    """Whether ``item`` is one token id (an int, or a one-element int tensor: not a row of them)."""
+    return hasattr(item, "__index__") and not isinstance(item, bool) and not (isinstance(item, Tensor) and item.ndim > 0)
+
+
 def _ids_row(row: Any) -> bool:
-    return isinstance(row, Sequence) and not isinstance(row, (str, bytes)) and all(
-        hasattr(item, "__index__") and not isinstance(item, bool) for item in row
-    )
+    return isinstance(row, Sequence) and not isinstance(row, (str, bytes)) and all(_id(item) for item in row)
 
 
 def left_padded(input_ids: Tensor, attention_mask: Tensor, pad_id: int) -> tuple[Tensor, Tensor]:
@@ -253,7 +276,7 @@ def prompts(model: Any, given: Any, *, function: str, argument: str = "prompts",
     if all(isinstance(item, str) for item in items):
         encoding = tokenizer(items, padding=True, return_tensors="pt", padding_side="left")
         return Batch(encoding["input_ids"], encoding["attention_mask"], items)
-    if all(hasattr(item, "__index__") and not isinstance(item, bool) for item in items):
+    if all(_id(item) for item in items):
         items = [items]  # one prompt as a list of ids
     if all(isinstance(item, Tensor) and item.ndim == 1 and not item.is_floating_point() for item in items):
         items = [item.tolist() for item in items]
