@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from nnterp import InvalidArgument
 from nnterp.toolkit.gradients import attribution_patching, integrated_gradients
 
 FAMILIES = ["llama", "gptj", "gemma2"]
@@ -131,15 +132,15 @@ def test_gradient_methods_refuse_what_they_cannot_differentiate(tiny_model):
     model = tiny_model("llama")
     with pytest.raises(ValueError, match="must return one number computed from the logits as a tensor"):
         attribution_patching(model, CLEAN, CORRUPTED, lambda logits: 1.0, values="layer_input", progress=False)
-    with pytest.raises(ValueError, match="attribution patching estimates one of"):
+    with pytest.raises(InvalidArgument, match=r"attribution_patching\(values='resid_pre'\): 'resid_pre' is none of"):
         attribution_patching(model, CLEAN, CORRUPTED, metric_for(model), values="resid_pre", progress=False)
-    with pytest.raises(ValueError, match="tokenize to the same length"):
+    with pytest.raises(InvalidArgument, match="tokenize to the same length"):
         attribution_patching(model, CLEAN, "Mary", metric_for(model), progress=False)
-    with pytest.raises(ValueError, match="'layers.<index>.<name>'"):
+    with pytest.raises(InvalidArgument, match="'layers.<index>.<name>'"):
         integrated_gradients(model, CLEAN, metric_for(model), "layer_output", progress=False)
-    with pytest.raises(ValueError, match="steps must be at least 1"):
+    with pytest.raises(InvalidArgument, match=r"integrated_gradients\(steps=0\): expected an int of at least 1"):
         integrated_gradients(model, CLEAN, metric_for(model), "layers.0.layer_output", steps=0, progress=False)
-    with pytest.raises(IndexError, match="layer 9 is out of range"):
+    with pytest.raises(InvalidArgument, match=r"integrated_gradients\(value='layers.9.layer_output'\): block 9: the model has 3 blocks"):
         integrated_gradients(model, CLEAN, metric_for(model), "layers.9.layer_output", progress=False)
 
 

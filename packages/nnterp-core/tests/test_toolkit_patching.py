@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from nnterp import Unavailable
+from nnterp import InvalidArgument, Unavailable
 from nnterp.toolkit.patching import Sweep, patch_attention_output, patch_heads, patch_mlp_output, patch_residual
 
 FAMILIES = ["llama", "gptj", "gemma2"]
@@ -188,11 +188,11 @@ def test_prompts_of_different_lengths_fail_before_the_model_runs(tiny_model):
     calls = []
     hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
     try:
-        with pytest.raises(ValueError, match="same length"):
+        with pytest.raises(InvalidArgument, match="same length"):
             patch_residual(model, CLEAN, CORRUPTED + " then", metric_for(model), progress=False)
-        with pytest.raises(ValueError, match="pairs them one to one"):
+        with pytest.raises(InvalidArgument, match="pairs them one to one"):
             patch_heads(model, [CLEAN, CLEAN], [CORRUPTED], metric_for(model), progress=False)
-        with pytest.raises(IndexError, match="layer 9"):
+        with pytest.raises(InvalidArgument, match=r"patch_residual\(layers=\[9\]\): item 9: the model has 3 blocks"):
             patch_residual(model, CLEAN, CORRUPTED, metric_for(model), layers=[9], progress=False)
     finally:
         hook.remove()

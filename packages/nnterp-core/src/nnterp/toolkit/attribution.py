@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ..errors import Unavailable
+from . import _arguments
 from .cache import CONTRIBUTIONS, ValueCache
 
 #: what ``cache_values`` must read for ``accumulated_resid``
@@ -227,7 +228,7 @@ def direct_logit_attribution(
     projection's bias; the last row, ``"bias"``, holds what no contribution
     owns (the final norm's and the unembedding's biases). ``position`` is
     the sequence position (``-1``, every prompt's last token, the prompts
-    being left-padded), or ``None`` for every position:
+    being left-padded; out of range refused), or ``None`` for every position:
     ``[contributions + 1, prompts, seq]``. ``tokens`` is one id or token
     string for all prompts, or one per prompt (``[prompts]``; with
     ``position=None`` also ``[prompts, seq]``).
@@ -248,10 +249,13 @@ def direct_logit_attribution(
     stands for it), ``logits`` if cached (else they are recomputed with
     ``project_on_vocab``), and ``HEAD_OUTPUTS`` for ``heads=True``.
     """
-    if not getattr(model, "dispatched", True):
-        model.dispatch()
-    at = (lambda tensor: tensor) if position is None else (lambda tensor: tensor[:, position])
+    function = "direct_logit_attribution"
+    _arguments.outside_trace(function)
+    _arguments.loaded(model)
     decomposed = decompose_resid(cache)
+    if position is not None:
+        position = _arguments.index(position, decomposed.values.shape[2], function=function, argument="position", what="positions of the cached prompts")
+    at = (lambda tensor: tensor) if position is None else (lambda tensor: tensor[:, position])
     if heads:
         parts, labels = [], []
         for label, value in zip(decomposed.labels, decomposed.values):

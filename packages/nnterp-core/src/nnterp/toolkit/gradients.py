@@ -30,8 +30,9 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..errors import Unavailable
+from . import _arguments
 from .names import standard_name
-from .patching import STREAMS, Metric, Sweep, _as_list, _check_prompts, _indices, _owner, _scalar
+from .patching import STREAMS, Metric, Sweep, _check_prompts, _owner, _scalar
 
 #: the sites attribution patching estimates, by the name ``values=`` takes: the stream points, the contributions, the heads
 SITES = {
@@ -43,7 +44,7 @@ SITES = {
 HEADS = SITES["heads"]
 
 
-def _site(model: Any, name: str) -> str:
+def _site(model: Any, name: str, given: Any) -> str:
     """The standard value a ``values=`` entry names: a short name of ``SITES``, the dotted block value itself, or its
     TransformerLens hook (``"hook_resid_pre"``, ``"attn.hook_z"``)."""
     if name in SITES:
@@ -55,7 +56,9 @@ def _site(model: Any, name: str) -> str:
             pass  # neither spelling: said below, with the names that work
     if name in SITES.values():
         return name
-    raise ValueError(f"attribution patching estimates one of {sorted(SITES)} (or {sorted(set(SITES.values()) - set(STREAMS))}), not {name!r}")
+    raise _arguments.InvalidArgument(
+        "attribution_patching", "values", given, f"{name!r} is none of {sorted(SITES)} (or {sorted(set(SITES.values()) - set(STREAMS))})"
+    )
 
 
 def _differentiable(value: Any) -> Tensor:
@@ -69,14 +72,14 @@ def _differentiable(value: Any) -> Tensor:
     return value
 
 
-def _gradients(model: Any, prompts: list[str], metric: Metric, site: str, layers: list[int], remote: bool | str) -> tuple[float, list[Tensor], list[Tensor]]:
+def _gradients(model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str) -> tuple[float, list[Tensor], list[Tensor]]:
     """One trace with its backward: the metric, and ``site``'s value and gradient on each of ``layers``."""
     where, _, name = site.rpartition(".")
     values: list = []
     gradients: list = []
     metrics: list = []
     unreached: list = []
-    with torch.enable_grad(), model.trace(prompts, remote=remote):
+    with torch.enable_grad(), _arguments.left_padding(model), model.trace(prompts, remote=remote):
         read = [getattr(_owner(model, layer, where), name) for layer in layers]
         values.extend(value.detach().clone() for value in read)
         scalar = _differentiable(metric(model.logits))
@@ -96,11 +99,11 @@ def _gradients(model: Any, prompts: list[str], metric: Metric, site: str, layers
     return _scalar(metrics[0]), values, gradients
 
 
-def _read(model: Any, prompts: list[str], metric: Metric, site: str, layers: list[int], remote: bool | str) -> tuple[float, list[Tensor]]:
+def _read(model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str) -> tuple[float, list[Tensor]]:
     where, _, name = site.rpartition(".")
     values: list = []
     metrics: list = []
-    with torch.no_grad(), model.trace(prompts, remote=remote):
+    with torch.no_grad(), _arguments.left_padding(model), model.trace(prompts, remote=remote):
         values.extend(getattr(_owner(model, layer, where), name).detach().clone() for layer in layers)
         metrics.append(metric(model.logits))
     return _scalar(metrics[0]), values
@@ -136,40 +139,42 @@ def attribution_patching(
     attention), or the same by TransformerLens hook (``"hook_resid_pre"``, ``"attn.hook_z"``). A list of names returns a dict of Sweeps by name. ``metric``
     maps the logits ``[batch, seq, vocab_size]`` to one number as a tensor
     (it is differentiated, so it must be computed from the logits).
-    ``layers`` and ``positions`` pick rows and columns as in ``patch_residual``.
-    The estimate is exact where the metric is linear in the value; it is
+    ``layers`` and ``positions`` pick rows and columns as in ``patch_residual``
+    (each prompt's positions, the batch left-padded; out of range refused);
+    for ``"heads"``, ``positions`` picks the positions a head is patched at
+    (all by default): each cell estimates patching that head there only, its
+    attribution summed over those positions. The estimate is exact where the metric is linear in the value; it is
     known to underestimate patches that saturate a softmax or a norm, so
     confirm its top sites with the activation patching functions.
     """
-    names = [values] if isinstance(values, str) else list(values)
-    sites = {name: _site(model, name) for name in names}
-    tokens = _check_prompts(model, clean, corrupted)
-    clean, corrupted = _as_list(clean), _as_list(corrupted)
-    chosen = _indices(layers, model.num_layers, "layer")
+    function = "attribution_patching"
+    clean, corrupted, tokens = _check_prompts(model, clean, corrupted, function)
+    names = [values] if isinstance(values, str) else list(values) if isinstance(values, (list, tuple)) else None
+    if not names or not all(isinstance(name, str) for name in names):
+        raise _arguments.InvalidArgument(function, "values", values, f"expected a name of {sorted(SITES)} or a list of them")
+    sites = {name: _site(model, name, values) for name in names}
+    chosen = _arguments.layers(model, layers, function=function)
+    columns = _arguments.positions(positions, len(tokens), function=function)
     order = sorted(set(chosen))
     sweeps = {}
     for name, site in tqdm(sites.items(), desc="attribution patching", disable=not progress or len(sites) == 1):
-        metric_clean, clean_values = _read(model, clean, metric, site, order, remote)
-        metric_corrupted, corrupted_values, gradients = _gradients(model, corrupted, metric, site, order, remote)
+        metric_clean, clean_values = _read(model, clean.inputs, metric, site, order, remote)
+        metric_corrupted, corrupted_values, gradients = _gradients(model, corrupted.inputs, metric, site, order, remote)
         per_layer = {}
         for layer, source, base, gradient in zip(order, clean_values, corrupted_values, gradients):
             product = ((source.to(base.device).float() - base.float()) * gradient.float()).sum(0)  # [seq, ...]: over the batch
-            per_layer[layer] = product.flatten(2).sum(-1).sum(0) if site == HEADS else product.flatten(1).sum(-1)
+            # heads: patched at the chosen positions only, so their terms summed there; the stream: one cell per position
+            per_layer[layer] = product[sorted(set(columns))].flatten(2).sum(-1).sum(0) if site == HEADS else product.flatten(1).sum(-1)[columns]
         if site == HEADS:
             width = max(len(cells) for cells in per_layer.values())
-            columns = list(range(width))
-            labels = [str(head) for head in columns]
+            labels = [str(head) for head in range(width)]
             axis = "head"
         else:
-            columns = _indices(positions, len(tokens), "position")
-            labels = [tokens[position] for position in columns]
-            axis = "position"
-        grid = torch.full((len(chosen), len(columns)), float("nan"), dtype=torch.float32)
+            width, labels, axis = len(columns), [tokens[position] for position in columns], "position"
+        grid = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
         for row, layer in enumerate(chosen):
             cells = per_layer[layer].cpu()
-            for col, column in enumerate(columns):
-                if column < len(cells):
-                    grid[row, col] = metric_corrupted + cells[column]
+            grid[row, : len(cells)] = metric_corrupted + cells
         sweeps[name] = Sweep(grid, ("layer", axis), {"layer": [str(layer) for layer in chosen], axis: labels}, metric_clean, metric_corrupted, site)
     return sweeps[names[0]] if isinstance(values, str) else sweeps
 
@@ -203,12 +208,17 @@ class IntegratedGradients:
         return self.error / gap if gap else float("inf")
 
 
-def _split(value: str) -> tuple[int, str]:
-    """``"layers.3.layer_output"`` as ``(3, "layer_output")``."""
-    parts = value.split(".")
+def _split(model: Any, value: str) -> tuple[int, str]:
+    """``"layers.3.layer_output"`` as ``(3, "layer_output")``, the index checked against the model's blocks."""
+    function = "integrated_gradients"
+    parts = value.split(".") if isinstance(value, str) else []
     if len(parts) < 3 or parts[0] != "layers" or not parts[1].lstrip("-").isdigit():
-        raise ValueError(f"value must name a block value as 'layers.<index>.<name>' (e.g. 'layers.1.layer_output'), not {value!r}")
-    return int(parts[1]), ".".join(parts[2:])
+        raise _arguments.InvalidArgument(function, "value", value, "expected a block value as 'layers.<index>.<name>' (e.g. 'layers.1.layer_output')")
+    try:
+        layer = _arguments.layer(model, int(parts[1]), function=function, argument="value")
+    except _arguments.InvalidArgument as error:
+        raise _arguments.InvalidArgument(function, "value", value, f"block {parts[1]}: " + str(error).split("): ", 1)[1]) from None
+    return layer, ".".join(parts[2:])
 
 
 def integrated_gradients(
@@ -228,27 +238,30 @@ def integrated_gradients(
     ``"layers.0.self_attn.attention_head_outputs"``). The value is replaced by
     ``baseline + alpha * (value - baseline)`` for ``steps`` midpoints alpha in
     (0, 1), one trace each; each trace's gradient there is averaged and
-    multiplied by ``value - baseline``. ``baseline`` is zeros by default, a
-    tensor broadcastable to the value, or prompts (tokenizing to the same
-    lengths as ``prompts``) whose own value is the baseline (the corrupted
-    run of a patching experiment). The result reports the integration error.
+    multiplied by ``value - baseline``. ``prompts`` are strings or token ids
+    (left-padded into one batch). ``baseline`` is zeros by default, a float
+    tensor broadcastable to the value, or prompts (strings or ids, tokenizing
+    to the same lengths as ``prompts``) whose own value is the baseline (the
+    corrupted run of a patching experiment). The result reports the integration error.
     """
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, not {steps}")
-    layer, name = _split(value)
-    layer = _indices([layer], model.num_layers, "layer")[0]
+    function = "integrated_gradients"
+    _arguments.outside_trace(function)
+    steps = _arguments.count(steps, function=function, argument="steps")
+    layer, name = _split(model, value)
     where, _, attribute = name.rpartition(".")
-    prompts = _as_list(prompts)
-    if isinstance(baseline, (str, list, tuple)):
-        _check_prompts(model, prompts, baseline)
-        _, (baseline,) = _read(model, _as_list(baseline), lambda logits: 0.0, name, [layer], remote)
+    if baseline is None or isinstance(baseline, Tensor) and baseline.is_floating_point():
+        batch = _arguments.prompts(model, prompts, function=function)
+    else:  # prompts (strings or ids) whose own value is the baseline
+        batch, against, _ = _check_prompts(model, prompts, baseline, function)
+        _, (baseline,) = _read(model, against.inputs, lambda logits: 0.0, name, [layer], remote)
+    prompts = batch.inputs
     metric_value, (reached,) = _read(model, prompts, metric, name, [layer], remote)
     start = torch.zeros_like(reached) if baseline is None else torch.as_tensor(baseline).to(reached.device, reached.dtype).expand_as(reached)
     path = reached - start
 
     def at(alpha: float, gradient: bool) -> tuple[float, Tensor | None]:
         found: list = []
-        with torch.enable_grad(), model.trace(prompts, remote=remote):
+        with torch.enable_grad(), _arguments.left_padding(model), model.trace(prompts, remote=remote):
             owner = _owner(model, layer, where)
             original = getattr(owner, attribute)
             point = (start + alpha * path).to(device=original.device, dtype=original.dtype).requires_grad_(gradient)

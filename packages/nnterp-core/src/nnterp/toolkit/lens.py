@@ -2,9 +2,11 @@
 
 Everything here reads standard values (``layer_output``, ``logits``) and
 ``model.project_on_vocab``, so it runs unchanged on every family. Prompts are
-a string or a list of strings; a batch is left-padded, so position ``-1`` is
-every prompt's last token. Results are probabilities (softmax in float32),
-detached, on the CPU.
+strings or token ids (a tensor, id lists, the tokenizer's encoding); a batch
+is left-padded whatever side the tokenizer pads, so positions are each
+prompt's own and ``-1`` is every prompt's last token. Arguments are checked
+before the model runs (``nnterp.InvalidArgument``). Results are probabilities
+(softmax in float32), detached, on the CPU.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from . import _arguments
 from . import _hooks as hooks
 
 __all__ = [
@@ -33,30 +36,20 @@ __all__ = [
 Positions = int | Sequence[int] | slice | Tensor | None
 
 
-def _prompts(prompts: str | Sequence[str]) -> list[str]:
-    return [prompts] if isinstance(prompts, str) else list(prompts)
-
-
 def _probs(logits: Tensor) -> Tensor:
     return logits.float().softmax(-1).detach().cpu()
 
 
-def _layers(model: Any, layers: int | Sequence[int] | None) -> list[int]:
-    if layers is None:
-        return list(range(model.num_layers))
-    layers = [layers] if isinstance(layers, int) else list(layers)
-    return [layer % model.num_layers for layer in layers]
-
-
 def _at(probs: Tensor, positions: Positions) -> Tensor:
-    """``probs`` without the seq axis where ``positions`` is an int (it was kept, one wide, for the projection)."""
-    return probs[:, 0] if isinstance(positions, int) else probs
+    """``probs`` without the seq axis where ``positions`` is one index (it was kept, one wide, for the projection)."""
+    one = positions.ndim == 0 if isinstance(positions, Tensor) else hasattr(positions, "__index__")
+    return probs[:, 0] if one else probs
 
 
 @torch.no_grad()
 def logit_lens(
     model: Any,
-    prompts: str | Sequence[str],
+    prompts: Any,
     *,
     inverse: bool = False,
     positions: Positions = None,
@@ -65,8 +58,11 @@ def logit_lens(
 ) -> Tensor | tuple[Tensor, Tensor]:
     """What each block's residual stream predicts: ``softmax(project_on_vocab(layer_output))`` at every layer.
 
-    Returns ``[batch, num_layers, seq, vocab_size]``. ``positions`` selects
-    sequence positions the way indexing does: an int drops the seq axis
+    ``prompts`` are strings or token ids, left-padded into one batch. Returns
+    ``[batch, num_layers, seq, vocab_size]``. ``positions`` selects each
+    prompt's own positions (negative from its last token, non-negative from
+    its first; one outside the shortest prompt is refused) the way indexing
+    does: an int drops the seq axis
     (``positions=-1``, every prompt's last token, gives nnterp 1.x's
     ``[batch, num_layers, vocab_size]``), a list or slice keeps it. The last
     layer's lens is the model's own next-token distribution.
@@ -95,24 +91,28 @@ def logit_lens(
     (``nnterp.toolkit._hooks``). ``engine="nnsight"`` forces the trace,
     ``engine="hooks"`` refuses a model it does not fit.
     """
-    prompts = _prompts(prompts)
+    _arguments.outside_trace("logit_lens")
+    batch = _arguments.prompts(model, prompts, function="logit_lens")
+    # an int keeps its axis until the projection, so the stream keeps its layout (several streams included)
+    width = batch.input_ids.shape[1]
+    chosen = None if positions is None else _arguments.prompt_positions(positions, batch.lengths(), width, function="logit_lens")
     probs: list[Tensor] = []
     inverse_probs: list[Tensor] = []
 
     def project(hidden: Tensor) -> None:
-        if positions is not None:
-            # an int keeps its axis until the projection, so the stream keeps its layout (several streams included)
-            hidden = hidden[:, [positions] if isinstance(positions, int) else positions]
+        if chosen is not None:
+            hidden = hidden[torch.arange(len(batch))[:, None], chosen.to(hidden.device)]
         probs.append(_at(_probs(model.project_on_vocab(hidden)), positions))
         if inverse:
             inverse_probs.append(_at(_probs(model.project_on_vocab(-hidden)), positions))
 
-    streams = _streams_on_hooks(model, prompts, engine, remote)
+    with _arguments.left_padding(model):
+        streams = _streams_on_hooks(model, batch, engine, remote)
     if streams is not None:
         for hidden in streams:
             project(hidden)
     else:
-        with model.trace(prompts, remote=remote):
+        with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
             nnsight.save(probs)
             nnsight.save(inverse_probs)
             for layer in model.layers:
@@ -130,14 +130,14 @@ def _plain_projection(model: Any) -> bool:
     return chosen is None or chosen in plain
 
 
-def _streams_on_hooks(model: Any, prompts: list[str], engine: str, remote: bool | str) -> list[Tensor] | None:
+def _streams_on_hooks(model: Any, batch: _arguments.Batch, engine: str, remote: bool | str) -> list[Tensor] | None:
     """Every block's ``layer_output`` off forward hooks, or None where the lens must trace (``engine`` allowing)."""
     boundaries, why = hooks.choose(model, [(layer, "layer_output") for layer in model.layers], engine, remote)
     if boundaries is not None and not _plain_projection(model):
         boundaries, why = None, f"the {model.family.name} family projects on the vocabulary with its own function"
     if boundaries is not None:
         try:
-            return hooks.read(model, boundaries, (prompts,))
+            return hooks.read(model, boundaries, (batch.inputs,))
         except hooks.NotAtBoundary as error:
             why = str(error)
     if engine == "hooks":
@@ -148,7 +148,7 @@ def _streams_on_hooks(model: Any, prompts: list[str], engine: str, remote: bool 
 @torch.no_grad()
 def next_token_probs(
     model: Any,
-    prompts: str | Sequence[str],
+    prompts: Any,
     *,
     edit: Callable[[Any], Any] | None = None,
     remote: bool | str = False,
@@ -160,9 +160,18 @@ def next_token_probs(
     trace before the logits are read, so the distribution is the one under
     that intervention (e.g. ``lambda m: steer(m, 3, v)``).
     """
-    prompts = _prompts(prompts)
+    return _next_token_probs(model, _batch(model, prompts, "next_token_probs"), edit, remote)
+
+
+def _batch(model: Any, prompts: Any, function: str, argument: str = "prompts") -> _arguments.Batch:
+    """The call's prompts as a left-padded ``Batch``, once it is known not to run inside a trace."""
+    _arguments.outside_trace(function)
+    return _arguments.prompts(model, prompts, function=function, argument=argument)
+
+
+def _next_token_probs(model: Any, batch: _arguments.Batch, edit: Callable[[Any], Any] | None, remote: bool | str) -> Tensor:
     out: list[Tensor] = []
-    with model.trace(prompts, remote=remote):
+    with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
         nnsight.save(out)
         if edit is not None:
             edit(model)
@@ -170,40 +179,54 @@ def next_token_probs(
     return out[0]
 
 
-def _from_end(model: Any, prompts: list[str], positions: int | Sequence[int]) -> Tensor:
-    """Each prompt's position counted from the end, so that it survives left padding."""
-    positions = [positions] * len(prompts) if isinstance(positions, int) else list(positions)
-    if len(positions) != len(prompts):
-        raise ValueError(f"{len(positions)} positions for {len(prompts)} source prompts: give one int, or one per prompt")
+def _from_end(sources: _arguments.Batch, positions: Any, function: str) -> Tensor:
+    """Each source's position, one int for all or one per source, counted in its own tokens and returned from the end (so it holds in the left-padded batch)."""
+    lengths = sources.lengths()
+    given = positions
+    if isinstance(positions, Tensor) and positions.ndim == 0 or not isinstance(positions, Tensor) and hasattr(positions, "__index__"):
+        positions = [positions] * len(lengths)
+    positions = positions.tolist() if isinstance(positions, Tensor) else positions
+    if isinstance(positions, (str, bytes)) or not isinstance(positions, Sequence) or len(positions) != len(lengths):
+        raise _arguments.InvalidArgument(
+            function, "positions", given, f"expected one int for every source, or a list of one per source ({len(lengths)})"
+        )
     counted = []
-    for prompt, position in zip(prompts, positions):
-        length = len(model.tokenizer(prompt)["input_ids"])
-        if not -length <= position < length:
-            raise IndexError(f"position {position} is outside {prompt!r}, which has {length} tokens")
-        counted.append(position - length if position >= 0 else position)
+    for row, (position, length) in enumerate(zip(positions, lengths)):
+        at = _arguments.index(position, length, function=function, argument=f"positions[{row}]", what=f"tokens of source {row}")
+        counted.append(at - length)
     return torch.tensor(counted)
 
 
 @torch.no_grad()
-def _source_states(
-    model: Any, prompts: list[str], positions: int | Sequence[int], layers: list[int], remote: bool | str
-) -> Tensor:
+def _source_states(model: Any, sources: _arguments.Batch, from_end: Tensor, layers: list[int], remote: bool | str) -> Tensor:
     """``layer_output`` of each source prompt at its position, ``[num_sources, len(layers), hidden_size]``."""
-    from_end = _from_end(model, prompts, positions)
-    rows = torch.arange(len(prompts))
+    rows = torch.arange(len(sources))
     states: dict[int, Tensor] = {}
-    with model.trace(prompts, remote=remote):
+    with _arguments.left_padding(model), model.trace(sources.inputs, remote=remote):
         nnsight.save(states)
         for layer in sorted(set(layers)):  # read in forward order
             states[layer] = model.layers[layer].layer_output[rows, from_end].detach()
     return torch.stack([states[layer] for layer in layers], dim=1)
 
 
+def _patchscope(model: Any, function: str, source_prompts: Any, target_prompt: Any, positions: Any, layers: Any, target_position: Any, remote: bool | str):
+    """Everything both patchscopes check before the model runs, then the sources' states: ``(layers, target batch, target position, states)``."""
+    sources = _batch(model, source_prompts, function, "source_prompts")
+    target = _arguments.prompts(model, target_prompt, function=function, argument="target_prompt")
+    if len(target) != 1:
+        raise _arguments.InvalidArgument(function, "target_prompt", target_prompt, f"{len(target)} prompts", "give one target prompt")
+    chosen = _arguments.layers(model, layers, function=function)
+    from_end = _from_end(sources, positions, function)
+    at = _arguments.index(target_position, target.input_ids.shape[1], function=function, argument="target_position", what="tokens of the target")
+    batch = _arguments.Batch(target.input_ids.repeat(len(sources), 1), target.attention_mask.repeat(len(sources), 1))
+    return chosen, batch, at, _source_states(model, sources, from_end, chosen, remote)
+
+
 @torch.no_grad()
 def patchscope_lens(
     model: Any,
-    source_prompts: str | Sequence[str],
-    target_prompt: str,
+    source_prompts: Any,
+    target_prompt: Any,
     *,
     positions: int | Sequence[int] = -1,
     layers: int | Sequence[int] | None = None,
@@ -215,24 +238,23 @@ def patchscope_lens(
 
     Returns ``[num_sources, len(layers), vocab_size]`` (all layers by
     default). For each layer ``l``: the sources' ``layers[l].layer_output``
-    at ``positions`` (one int for all, or one per source; negative counts
-    from the end, non-negative from each prompt's first token, padding
-    aside) is assigned to ``layers[l].layer_output[:, target_position]`` in
-    a run of ``target_prompt`` (one row per source); the result is that
-    run's next-token distribution. One trace for the sources, then one per
-    layer. Patching a prompt's own state into itself changes nothing; at
-    the last layer with ``target_position=-1`` the result is the source's
-    own lens at that position.
+    at ``positions`` (one int for all, or one per source; each source's own
+    positions, negative from its end, non-negative from its first token) is
+    assigned to ``layers[l].layer_output[:, target_position]`` in a run of
+    ``target_prompt`` (one row per source); the result is that run's
+    next-token distribution. Prompts are strings or token ids; layers and
+    positions out of range are refused. One trace for the sources, then one
+    per layer. Patching a prompt's own state into itself changes nothing; at
+    the last layer with ``target_position=-1`` the result is the source's own
+    lens at that position.
     """
-    sources = _prompts(source_prompts)
-    chosen = _layers(model, layers)
-    states = _source_states(model, sources, positions, chosen, remote)
+    chosen, target, at, states = _patchscope(model, "patchscope_lens", source_prompts, target_prompt, positions, layers, target_position, remote)
     out: list[Tensor] = []
     for j, layer in enumerate(tqdm(chosen, desc="patchscope", disable=not progress)):
-        with model.trace([target_prompt] * len(sources), remote=remote):
+        with _arguments.left_padding(model), model.trace(target.inputs, remote=remote):
             nnsight.save(out)
             hidden = model.layers[layer].layer_output
-            hidden[:, target_position] = states[:, j].to(device=hidden.device, dtype=hidden.dtype)
+            hidden[:, at] = states[:, j].to(device=hidden.device, dtype=hidden.dtype)
             out.append(_probs(model.logits[:, -1]))
     return torch.stack(out, dim=1)
 
@@ -240,8 +262,8 @@ def patchscope_lens(
 @torch.no_grad()
 def patchscope_generate(
     model: Any,
-    source_prompts: str | Sequence[str],
-    target_prompt: str,
+    source_prompts: Any,
+    target_prompt: Any,
     *,
     positions: int | Sequence[int] = -1,
     layers: int | Sequence[int] | None = None,
@@ -257,23 +279,23 @@ def patchscope_generate(
     resolved), ``ids`` the generated tokens only,
     ``[num_sources, <= max_new_tokens]`` (decode with
     ``model.tokenizer.batch_decode``). The patch is the one
-    ``patchscope_lens`` makes, applied to the prompt's forward pass only;
-    the tokens generated after it see it through the cache. Greedy unless
-    ``generate_kwargs`` say otherwise (they go to ``model.generate``).
+    ``patchscope_lens`` makes, applied to the prompt's forward pass only
+    (not to the generated steps' forwards): the tokens generated after it
+    see it through the cache. Greedy unless ``generate_kwargs`` say
+    otherwise (they go to ``model.generate``).
     """
-    sources = _prompts(source_prompts)
-    chosen = _layers(model, layers)
-    states = _source_states(model, sources, positions, chosen, remote)
+    function = "patchscope_generate"
+    max_new_tokens = _arguments.count(max_new_tokens, function=function, argument="max_new_tokens")
+    chosen, target, at, states = _patchscope(model, function, source_prompts, target_prompt, positions, layers, target_position, remote)
     generate_kwargs.setdefault("do_sample", False)
-    prompt_length = len(model.tokenizer(target_prompt)["input_ids"])
+    prompt_length = target.input_ids.shape[1]
     result: dict[int, Tensor] = {}
     for j, layer in enumerate(tqdm(chosen, desc="patchscope", disable=not progress)):
         ids: list[Tensor] = []
-        batch = [target_prompt] * len(sources)
-        with model.generate(batch, max_new_tokens=max_new_tokens, remote=remote, **generate_kwargs) as tracer:
+        with _arguments.left_padding(model), model.generate(target.inputs, max_new_tokens=max_new_tokens, remote=remote, **generate_kwargs) as tracer:
             nnsight.save(ids)
             hidden = model.layers[layer].layer_output
-            hidden[:, target_position] = states[:, j].to(device=hidden.device, dtype=hidden.dtype)
+            hidden[:, at] = states[:, j].to(device=hidden.device, dtype=hidden.dtype)
             ids.append(tracer.result.detach().cpu())
         result[layer] = ids[0][:, prompt_length:]
     return result
@@ -289,17 +311,19 @@ def topk_closest_tokens(model: Any, vector: Tensor, k: int = 5, *, using: str = 
     ``"unembedding"`` (rows of ``lm_head.weight``, the default: what the
     stream would write into the logits, with no final norm) or
     ``"embedding"`` (rows of ``embed_tokens.weight``). Reads the weights
-    locally, so the model's weights must be loaded here. Ids past the
-    tokenizer's vocabulary are padding rows of the matrix.
+    locally (loading them if no trace has yet), so call it outside a trace.
+    Ids past the tokenizer's vocabulary are padding rows of the matrix.
     """
-    if using == "unembedding":
-        weight = model.lm_head.weight
-    elif using == "embedding":
-        weight = model.embed_tokens.weight
-    else:
-        raise ValueError(f"using={using!r}: choose 'unembedding' or 'embedding'")
-    if vector.shape[-1] != weight.shape[-1]:
-        raise ValueError(f"vector is {tuple(vector.shape)}, the model's rows are {weight.shape[-1]} wide")
+    function = "topk_closest_tokens"
+    _arguments.outside_trace(function)
+    if using not in ("unembedding", "embedding"):
+        raise _arguments.InvalidArgument(function, "using", using, "expected 'unembedding' or 'embedding'")
+    _arguments.loaded(model)
+    weight = (model.lm_head if using == "unembedding" else model.embed_tokens)._module.weight
+    vector = _arguments.vector(vector, weight.shape[-1], function=function, argument="vector")
+    k = _arguments.count(k, function=function, argument="k")
+    if k > weight.shape[0]:
+        raise _arguments.InvalidArgument(function, "k", k, f"more tokens than the {weight.shape[0]} rows of the {using}", f"give k <= {weight.shape[0]}")
     weight = weight.detach().float()
     vector = vector.detach().to(device=weight.device, dtype=torch.float32)
     similarity = torch.nn.functional.normalize(vector, dim=-1) @ torch.nn.functional.normalize(weight, dim=-1).T
@@ -381,16 +405,23 @@ def run_prompts(
 ) -> list[dict[str, float]]:
     """Each prompt's target probabilities: per prompt, ``{category: probability mass of its target tokens}``.
 
-    The next-token distribution after each prompt (`next_token_probs`), in
-    batches of ``batch_size`` prompts, one trace each. ``edit(model)``, if
+    The next-token distribution after each prompt (`next_token_probs`; a
+    prompt's ``text`` is a string or token ids), in batches of ``batch_size``
+    prompts, one left-padded trace each. ``edit(model)``, if
     given, is called inside every trace before the logits are read, so the
     targets are tracked through that intervention.
     """
-    prompts = list(prompts)
+    function = "run_prompts"
+    _arguments.outside_trace(function)
+    batch_size = _arguments.count(batch_size, function=function, argument="batch_size")
+    prompts = [prompts] if isinstance(prompts, Prompt) else list(prompts)
+    if not prompts or not all(isinstance(prompt, Prompt) for prompt in prompts):
+        kinds = sorted({type(prompt).__name__ for prompt in prompts}) or ["nothing"]
+        raise _arguments.InvalidArgument(function, "prompts", prompts, f"a list of {', '.join(kinds)}; expected a list of Prompt", "build them with Prompt.from_strings")
+    batches = [_arguments.prompts(model, [prompt.text for prompt in prompts[start : start + batch_size]], function=function) for start in range(0, len(prompts), batch_size)]
     results: list[dict[str, float]] = []
-    starts = range(0, len(prompts), batch_size)
-    for start in tqdm(starts, desc="prompts", disable=not progress or len(starts) < 2):
+    for start, ids in zip(tqdm(range(0, len(prompts), batch_size), desc="prompts", disable=not progress or len(batches) < 2), batches):
         batch = prompts[start : start + batch_size]
-        probs = next_token_probs(model, [prompt.text for prompt in batch], edit=edit, remote=remote)
+        probs = _next_token_probs(model, ids, edit, remote)
         results.extend(prompt.target_probs(row) for prompt, row in zip(batch, probs))
     return results

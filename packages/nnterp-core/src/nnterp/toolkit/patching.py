@@ -27,6 +27,8 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from . import _arguments
+from ._arguments import Batch
 from .names import hook_of, standard_name
 from .packing import plan
 from .steering import skip_layers
@@ -82,53 +84,36 @@ class Sweep:
 # -- prompts -----------------------------------------------------------------------
 
 
-def _as_list(prompts: str | Sequence[str]) -> list[str]:
-    return [prompts] if isinstance(prompts, str) else list(prompts)
-
-
 def _token_label(tokenizer: Any, token_id: int) -> str:
     return tokenizer.decode([token_id])
 
 
-def _check_prompts(model: Any, clean: str | Sequence[str], corrupted: str | Sequence[str]) -> list[str]:
-    """Tokenize both sides and check they pair up token for token; the position labels (the clean first prompt's tokens, left-padded)."""
-    clean, corrupted = _as_list(clean), _as_list(corrupted)
+def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tuple[Batch, Batch, list[str]]:
+    """Both sides as left-padded batches checked to pair up token for token, and the position labels (the clean first prompt's tokens, padded)."""
+    _arguments.outside_trace(function)
+    clean = _arguments.prompts(model, clean, function=function, argument="clean")
+    corrupted = _arguments.prompts(model, corrupted, function=function, argument="corrupted")
     if len(clean) != len(corrupted):
-        raise ValueError(f"clean has {len(clean)} prompts and corrupted {len(corrupted)}: patching pairs them one to one")
-    if not clean:
-        raise ValueError("no prompts to patch")
+        raise _arguments.InvalidArgument(
+            function, "corrupted", f"{len(corrupted)} prompts", f"clean has {len(clean)}: patching pairs them one to one", "give as many of each"
+        )
     tokenizer = model.tokenizer
-    clean_ids = tokenizer(clean)["input_ids"]
-    corrupted_ids = tokenizer(corrupted)["input_ids"]
-    for index, (a, b) in enumerate(zip(clean_ids, corrupted_ids)):
-        if len(a) != len(b):
-            raise ValueError(
-                f"clean and corrupted prompt {index} tokenize to {len(a)} and {len(b)} tokens: patching writes "
-                "each position of the clean run into the same position of the corrupted one, so each pair must "
-                f"tokenize to the same length (clean: {[_token_label(tokenizer, t) for t in a]}, "
-                f"corrupted: {[_token_label(tokenizer, t) for t in b]})"
+    for index, (a, b) in enumerate(zip(clean.lengths(), corrupted.lengths())):
+        if a != b:
+            labels = [[_token_label(tokenizer, t) for t in batch.input_ids[index, -n:].tolist()] for batch, n in ((clean, a), (corrupted, b))]
+            raise _arguments.InvalidArgument(
+                function, "corrupted", f"prompt {index}, {b} tokens",
+                f"clean prompt {index} has {a} tokens: patching writes each position of the clean run into the same "
+                f"position of the corrupted one, so each pair must tokenize to the same length (clean: {labels[0]}, corrupted: {labels[1]})",
+                "make the two prompts the same number of tokens",
             )
-    width = max(len(ids) for ids in clean_ids)
-    first = clean_ids[0]
-    pad = [tokenizer.pad_token_id] * (width - len(first))
-    # nnsight left-pads a batch, so position j of the run is j of the padded row
-    row = pad + list(first) if getattr(tokenizer, "padding_side", "left") == "left" else list(first) + pad
-    return [_token_label(tokenizer, token) for token in row]
+    # the batch is left-padded, so position j of the run is j of the padded row
+    return clean, corrupted, [_token_label(tokenizer, token) for token in clean.input_ids[0].tolist()]
 
 
-def _indices(chosen: Iterable[int] | None, size: int, what: str) -> list[int]:
-    """``chosen`` as non-negative indices below ``size`` (all of them when None); negative ones count from the end."""
-    if chosen is None:
-        return list(range(size))
-    if isinstance(chosen, int):
-        chosen = [chosen]
-    out = []
-    for index in chosen:
-        index = int(index)
-        if not -size <= index < size:
-            raise IndexError(f"{what} {index} is out of range: there are {size}")
-        out.append(index % size)
-    return out
+def _repeated(batch: Batch, count: int) -> dict[str, Tensor]:
+    """``batch.inputs`` stacked ``count`` times along the batch axis."""
+    return {key: value.repeat(count, 1) for key, value in batch.inputs.items()}
 
 
 def _scalar(value: Any) -> float:
@@ -152,7 +137,7 @@ def _owner(model: Any, layer: int, where: str) -> Any:
     return envoy
 
 
-def _logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int) -> dict[str, Any]:
+def _logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int, function: str) -> dict[str, Any]:
     """The forward's keyword that computes the logits at ``logits_at`` alone (transformers' ``logits_to_keep``), or none.
 
     Checked before anything runs: the positions must be in range, in order
@@ -160,11 +145,11 @@ def _logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int)
     """
     if logits_at is None:
         return {}
-    positions = _indices(logits_at, seq, "logits_at position")
-    if not positions or len(set(positions)) != len(positions) or positions != sorted(positions):
-        raise ValueError(
-            f"logits_at={logits_at!r}: give the positions the metric reads, distinct and in order "
-            f"(e.g. [-1], or [3, 7]); they index the metric's logits in that order"
+    positions = _arguments.positions(logits_at, seq, function=function, argument="logits_at")
+    if len(set(positions)) != len(positions) or positions != sorted(positions):
+        raise _arguments.InvalidArgument(
+            function, "logits_at", logits_at, "positions out of order or repeated",
+            "give the positions the metric reads, distinct and in order (e.g. [-1], or [3, 7]); they index the metric's logits in that order",
         )
     forward = getattr(model._module, "forward", None)
     if "logits_to_keep" not in inspect.signature(forward).parameters:
@@ -178,12 +163,12 @@ def _logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int)
 
 
 def _run_metric(
-    model: Any, prompts: list[str], metric: Metric, remote: bool | str, save: Callable[[], Any] | None = None, at: list[int] | None = None
+    model: Any, prompts: dict[str, Tensor], metric: Metric, remote: bool | str, save: Callable[[], Any] | None = None, at: list[int] | None = None
 ) -> tuple[float, list]:
     """One trace of ``prompts``: what ``save`` reads (in forward order), then the metric (of the logits at ``at`` only)."""
     saved: list = []
     metrics: list = []
-    with model.trace(prompts, remote=remote):
+    with _arguments.left_padding(model), model.trace(prompts, remote=remote):
         if save is not None:
             saved.extend(save())
         logits = model.logits
@@ -212,10 +197,11 @@ def _skippable(model: Any, layer: int) -> bool:
 
 def _sweep(
     model: Any,
-    clean: str | Sequence[str],
-    corrupted: str | Sequence[str],
+    clean: Any,
+    corrupted: Any,
     metric: Metric,
     *,
+    function: str,
     site: str,
     layers: Iterable[int] | None,
     column_axis: str,
@@ -241,16 +227,15 @@ def _sweep(
     handing on the stream the corrupted run had there.
     """
     where, _, name = site.rpartition(".")
-    tokens = _check_prompts(model, clean, corrupted)
-    clean, corrupted = _as_list(clean), _as_list(corrupted)
-    chosen = _indices(layers, model.num_layers, "layer")
+    clean, corrupted, tokens = _check_prompts(model, clean, corrupted, function)
+    chosen = _arguments.layers(model, layers, function=function)
     per_layer = {layer: columns(tokens, layer) for layer in chosen}
     width = max((len(cols) for cols in per_layer.values()), default=0)
     # the columns are the same on every layer, but for blocks that differ in head
     # count: then the labels are the widest layer's, and the others' extra cells NaN
     widest = max(per_layer.values(), key=len, default=[])
-    forward = _logits_to_keep(model, logits_at, len(tokens))
-    at = None if logits_at is None else _indices(logits_at, len(tokens), "logits_at position")
+    forward = _logits_to_keep(model, logits_at, len(tokens), function)
+    at = None if logits_at is None else _arguments.positions(logits_at, len(tokens), function=function, argument="logits_at")
     kept = None if at is None else len(at)
     packing = plan(model, len(corrupted), len(tokens), cells_per_forward=cells_per_forward, memory_budget=memory_budget, logit_positions=kept)
 
@@ -266,8 +251,8 @@ def _sweep(
 
         # the two runs compute every position's logits, which the metric reads at logits_at: a one-row product
         # would round otherwise than the packs' many-row one
-        metric_clean, cached = _run_metric(model, clean, metric, remote, read_clean, at)
-        metric_corrupted, streams = _run_metric(model, corrupted, metric, remote, read_streams, at)
+        metric_clean, cached = _run_metric(model, clean.inputs, metric, remote, read_clean, at)
+        metric_corrupted, streams = _run_metric(model, corrupted.inputs, metric, remote, read_streams, at)
         cache, entering = dict(zip(order, cached)), dict(zip(skips, streams))
 
         values = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
@@ -290,7 +275,7 @@ def _sweep(
 
 def _run_pack(
     model: Any,
-    corrupted: list[str],
+    corrupted: Batch,
     metric: Metric,
     remote: bool | str,
     layer: int,
@@ -309,7 +294,7 @@ def _run_pack(
     """
     size, count = len(corrupted), len(columns)
     metrics: list = []
-    with model.trace(corrupted * count, remote=remote, **forward):
+    with _arguments.left_padding(model), model.trace(_repeated(corrupted, count), remote=remote, **forward):
         if entering is not None:
             skip_layers(model, 0, layer - 1, with_=entering.repeat(count, *[1] * (entering.dim() - 1)))
         owner = _owner(model, layer, where)
@@ -323,15 +308,15 @@ def _run_pack(
     return [_scalar(value) for value in metrics]
 
 
-def _position_sweep(model, clean, corrupted, metric, site, layers, positions, progress, remote, **packing: Any) -> Sweep:
+def _position_sweep(model, function, clean, corrupted, metric, site, layers, positions, progress, remote, **packing: Any) -> Sweep:
     def columns(tokens: list[str], layer: int) -> list[int]:
-        return _indices(positions, len(tokens), "position")
+        return _arguments.positions(positions, len(tokens), function=function)
 
     def write(patched: Tensor, source: Tensor, position: int) -> None:
         patched[:, position] = source[:, position]
 
     return _sweep(
-        model, clean, corrupted, metric, site=site, layers=layers, column_axis="position",
+        model, clean, corrupted, metric, function=function, site=site, layers=layers, column_axis="position",
         columns=columns, column_labels=lambda tokens, cols: [tokens[p] for p in cols],
         write=write, progress=progress, remote=remote, **packing,
     )  # fmt: skip
@@ -368,13 +353,15 @@ def patch_residual(
     too; the sweep's ``site`` is the standard name.
 
     ``clean`` and ``corrupted`` are a prompt or equal-length lists of
-    prompts; each pair must tokenize to the same number of tokens (checked
-    before the model runs). ``metric`` maps the logits ``[batch, seq,
+    prompts, strings or token ids; each pair must tokenize to the same number
+    of tokens (checked, with every other argument, before the model runs:
+    ``nnterp.InvalidArgument``). ``metric`` maps the logits ``[batch, seq,
     vocab_size]`` to a float or a one-element tensor; it runs inside the
     trace. ``layers`` and ``positions`` pick the rows and columns (all by
-    default; negative indices count from the end; positions index the
-    left-padded batch). ``labels["position"]`` are the first clean prompt's
-    tokens.
+    default; negative indices count from the end, out of range is refused;
+    positions index the batch left-padded whatever side the tokenizer pads, so
+    ``-1`` is every prompt's last token). ``labels["position"]`` are the first
+    clean prompt's tokens.
 
     Runs the clean and the corrupted prompts once each, then the cells packed
     along the batch axis (``nnterp.toolkit.packing``): one forward per layer,
@@ -389,8 +376,10 @@ def patch_residual(
     if hook_of(stream) is not None:
         stream = standard_name(model, stream)
     if stream not in STREAMS:
-        raise ValueError(f"stream must be one of {STREAMS} (or hook_resid_pre, hook_resid_mid, hook_resid_post), not {stream!r}")
-    return _position_sweep(model, clean, corrupted, metric, stream, layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
+        raise _arguments.InvalidArgument(
+            "patch_residual", "stream", stream, f"expected one of {', '.join(STREAMS)} (or hook_resid_pre, hook_resid_mid, hook_resid_post)"
+        )
+    return _position_sweep(model, "patch_residual", clean, corrupted, metric, stream, layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
 
 
 def patch_attention_output(
@@ -413,7 +402,7 @@ def patch_attention_output(
     to the stream for its attention, after any post-norm) at that layer and
     position into the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
+    return _position_sweep(model, "patch_attention_output", clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
 
 
 def patch_mlp_output(
@@ -436,7 +425,7 @@ def patch_mlp_output(
     stream for its MLP, after any post-norm) at that layer and position into
     the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
+    return _position_sweep(model, "patch_mlp_output", clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
 
 
 def patch_heads(
@@ -464,13 +453,13 @@ def patch_heads(
     """
 
     def columns(tokens: list[str], layer: int) -> list[int]:
-        return _indices(heads, model.layers[layer].self_attn.num_heads, "head")
+        return _arguments.indices(heads, model.layers[layer].self_attn.num_heads, function="patch_heads", argument="heads", what="attention heads")
 
     def write(patched: Tensor, source: Tensor, head: int) -> None:
         patched[:, :, head] = source[:, :, head]
 
     return _sweep(
-        model, clean, corrupted, metric, site="self_attn.attention_head_outputs", layers=layers,
+        model, clean, corrupted, metric, function="patch_heads", site="self_attn.attention_head_outputs", layers=layers,
         column_axis="head", columns=columns, column_labels=lambda tokens, cols: [str(h) for h in cols],
         write=write, progress=progress, remote=remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at,
     )  # fmt: skip
