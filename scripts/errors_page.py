@@ -405,6 +405,35 @@ def extraction_of_other_texts():
     shards = extract_values(model, ["The Eiffel Tower is in Paris", "Hello world"], ["layers.0.layer_output"], "acts/")
 
 
+# -- toolkit arguments ------------------------------------------------------------------
+
+
+@case("Toolkit", "Steering a block the model lacks", "Checked as the trace starts; before, `% num_layers` steered block 2 of this 3-block model instead.")
+def steer_out_of_range():
+    from nnterp.toolkit import steer
+
+    with torch.no_grad(), model.trace("Hello world"):
+        steer(model, [5], torch.randn(model.hidden_size), factor=4.0)
+        logits = model.logits.save()
+
+
+@case("Toolkit", "A steering vector of another width")
+def steer_wrong_width():
+    from nnterp.toolkit import steer
+
+    with torch.no_grad(), model.trace("Hello world"):
+        steer(model, 1, torch.randn(128))
+        logits = model.logits.save()
+
+
+@case("Toolkit", "A toolkit function called inside an open trace", "It runs forwards of its own, which the open trace cannot.")
+def toolkit_inside_trace():
+    from nnterp.toolkit import logit_lens
+
+    with torch.no_grad(), model.trace("Hello world"):
+        lens = logit_lens(model, "The Eiffel Tower is in")
+
+
 # -- the page ---------------------------------------------------------------------------
 
 
