@@ -59,9 +59,11 @@ def steer(
     ``[rows, positions, hidden_size]``). ``layers`` count from the end when
     negative; one outside the model is refused, as is a vector of another
     width. ``token_positions`` and ``batch_index`` (an int, a list, a slice or
-    a tensor; None for all) pick each prompt's positions (the batch is
-    left-padded: ``-1`` is every prompt's last token) and the batch rows:
-    every chosen row at every chosen position is steered, nothing else. The
+    a tensor; None for all) pick positions of the trace's left-padded batch
+    (a negative one counts back from every prompt's last token, ``-1`` being
+    each prompt's last; a non-negative one from the batch's first column) and
+    the batch rows: every chosen row at every chosen position is steered,
+    nothing else; either out of range is refused. The
     edit is in place on ``layers[l].layer_output``, so the next block, and any
     later read of it, sees the steered stream. Layers are visited in forward
     order, whatever order they are given in, each once.
