@@ -471,7 +471,9 @@ def render() -> str:
     ]
     section = None
     with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch):
-        for heading, title, note, function, setup in CASES:
+        # a section's cases together, the sections in the order they first appear
+        order = list(dict.fromkeys(heading for heading, *_ in CASES))
+        for heading, title, note, function, setup in sorted(CASES, key=lambda entry: order.index(entry[0])):
             if heading != section:
                 parts += ["", f"## {heading}"]
                 section = heading

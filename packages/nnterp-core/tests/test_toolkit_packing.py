@@ -3,6 +3,7 @@
 import contextlib
 
 import pytest
+from nnterp import InvalidArgument
 import torch
 from nnterp.tolerances import tolerance
 from nnterp.toolkit.packing import estimate_row_bytes
@@ -232,7 +233,7 @@ def test_logits_at_is_checked_before_the_model_runs(tiny_model):
     calls = []
     hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
     try:
-        with pytest.raises(IndexError, match="logits_at position 99 is out of range"):
+        with pytest.raises(InvalidArgument, match=r"logits_at=\[99\]"):
             patch_heads(model, CLEAN, CORRUPTED, metric_for(model), logits_at=[99], progress=False)
         with pytest.raises(ValueError, match="distinct and in order"):
             patch_heads(model, CLEAN, CORRUPTED, metric_for(model), logits_at=[-1, -2], progress=False)

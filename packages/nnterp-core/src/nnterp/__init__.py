@@ -52,6 +52,13 @@ from .errors import DeviceMapInvalid as DeviceMapInvalid
 from .errors import FamilyMismatch as FamilyMismatch
 from .errors import FamilyNotFound as FamilyNotFound
 from .errors import GradientOutsideBackward as GradientOutsideBackward
+from .errors import GradientOrder as GradientOrder
+from .errors import InvokeBeforeBarrier as InvokeBeforeBarrier
+from .errors import LoopCutShort as LoopCutShort
+from .errors import NestedTrace as NestedTrace
+from .errors import OutsideTrace as OutsideTrace
+from .errors import ReadInBackward as ReadInBackward
+from .errors import UnsavedValue as UnsavedValue
 from .errors import InvalidArgument as InvalidArgument
 from .errors import InvalidPrompt as InvalidPrompt
 from .errors import MissingModule as MissingModule

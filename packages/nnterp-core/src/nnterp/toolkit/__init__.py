@@ -15,7 +15,7 @@ from .names import NoStandardValue, UnknownName, standard_name, transformer_lens
 from .lens import Prompt, logit_lens, next_token_probs, patchscope_generate, patchscope_lens, run_prompts, topk_closest_tokens
 from .patching import Sweep, patch_attention_output, patch_heads, patch_mlp_output, patch_residual
 from .plots import plot_attention, plot_logit_lens, plot_sweep
-from .steering import skip_layers, steer
+from .steering import generate_steered, skip_layers, steer
 
 __all__ = [
     "ActivationShards",
@@ -38,6 +38,7 @@ __all__ = [
     "evaluate_dictionary",
     "extract_values",
     "feature_activations",
+    "generate_steered",
     "integrated_gradients",
     "load_activations",
     "logit_lens",
