@@ -89,6 +89,19 @@ def test_a_list_of_saved_values_not_saved_itself_says_save_the_list(model):
         numbers  # noqa: B018 - nothing but tensors is rebound: nnsight's own NameError
 
 
+def test_a_list_made_before_the_trace_and_filled_inside_keeps_its_elements(model):
+    outputs: list = []
+    grads: list = []
+    with model.trace(PROMPT):
+        hidden = model.layers[1].layer_output.save()
+        outputs.append(model.layers[1].layer_output)
+        metric = model.logits[0, -1].sum()
+        with metric.backward():
+            grads.append(hidden.grad.clone())  # a nested tracer's push marks the list as written in the trace
+    assert len(outputs) == 1 and torch.equal(outputs[0], hidden)
+    assert len(grads) == 1 and grads[0].shape == hidden.shape
+
+
 def test_in_a_session_values_still_flow_between_traces_without_save(model):
     with model.session():
         with model.trace(PROMPT):

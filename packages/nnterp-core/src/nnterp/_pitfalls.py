@@ -136,8 +136,12 @@ for _use in _USES:
 Unsaved.__hash__ = object.__hash__  # a dict key or set member is no use of the value
 
 
-def keep_unsaved(mediators: list) -> None:
+def keep_unsaved(mediators: list, held: list[dict]) -> None:
     """Bind an ``Unsaved`` to every name a worker bound to a tensor and did not save, for the outermost trace to push back.
+
+    ``held`` is what each worker's names held before the run: a name still
+    holding that object was not bound in the trace (a list made before it and
+    appended to inside keeps its elements), so it passes back as it is.
 
     A worker still waiting when the run ended was cut short by an open
     ``tracer.all()`` loop (any other wait raises): the names its block binds
@@ -148,13 +152,13 @@ def keep_unsaved(mediators: list) -> None:
     if getattr(_local, "depth", 0) != 1:
         return  # an inner trace (a session's) pushes every name: its values still flow
     saves = _saves()
-    for mediator in mediators:
+    for mediator, before in zip(mediators, held):
         if mediator.copy:
             continue  # a registered edit: replayed on every trace, its names are not the user's
         scope = mediator.lcls
         for name in scope.written:
             value = dict.get(scope, name)
-            if id(value) not in saves and _holds_tensors(value):
+            if id(value) not in saves and before.get(name, scope) is not value and _holds_tensors(value):
                 _bind(scope, saves, name, Unsaved.of(name, value))
         if mediator.pending is not None:
             for name in _stored(mediator.code) - scope.written:

@@ -210,6 +210,7 @@ class StandardizedTransformer(TransformersModel):
         state = self.__dict__
         state["_nnterp_cache"] = None
         workers = list(self.interleaver.mediators)
+        held = [dict(dict.items(worker.lcls)) for worker in workers]  # what each name held before the run
         # nnterp._gradients.guarded() written out: a generator-based context manager costs more than the swap itself
         previous = Tensor.grad
         Tensor.grad = GRAD_GUARD
@@ -226,7 +227,7 @@ class StandardizedTransformer(TransformersModel):
         finally:
             state["_nnterp_cache"] = None
             Tensor.grad = previous
-        pitfalls.keep_unsaved(workers)
+        pitfalls.keep_unsaved(workers, held)
         return result
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
