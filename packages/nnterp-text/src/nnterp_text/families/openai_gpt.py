@@ -29,7 +29,7 @@ POST_LN = (
 
 #: what a post-LN block makes the kit skip: no additive decomposition of the stream, so no contribution to check
 POST_LN_SKIPS = {
-    **dict.fromkeys(("contribution", "contribution_at_every_step", "mid_stream"), "a post-LN block"),
+    **dict.fromkeys(("contribution", "contribution_at_every_step", "mid_stream", "toolkit_groups_sum_to_the_stream"), "a post-LN block"),
     # the norms follow the sublayers: nothing is called with a norm's output
     "norm_outputs_feed_the_sublayers": "a post-norm block",
 }
