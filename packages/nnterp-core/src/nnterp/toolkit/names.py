@@ -93,6 +93,26 @@ SOFTCAPPED = Condition(
 PARALLEL_BLOCK = Condition("on a parallel block (the attention and the MLP read the same stream)", _parallel)
 
 
+def _multi_stream(model: Any, layer: int) -> bool:
+    from ..layouts import STREAMS
+
+    value = type(model.layers[layer]).values().get("layer_output")
+    return value is not None and STREAMS in (value.dims or ())
+
+
+MULTI_STREAM = Condition("on a block that carries several residual streams per token (hyper-connections, AltUp)", _multi_stream)
+#: why a stream hook has no standard value on a multi-stream block
+_STREAMS_WHY = (
+    "TransformerLens's hook is one stream, `[batch, pos, d_model]`, and this block's {value} is several, "
+    "`[batch, seq, num_streams, hidden_size]`: no one of them is the stream the block reads or returns (docs/streams.md)"
+)
+
+
+def _one_stream(value: str) -> Unless:
+    """The row's case for a multi-stream block: no standard value, ``value`` the one it could be taken for."""
+    return Unless(MULTI_STREAM, None, _STREAMS_WHY.format(value=f"`{value}`"), value)
+
+
 @dataclass(frozen=True)
 class Unless:
     """Where ``when`` holds, the hook holds ``standard`` instead (None: no standard value holds it), because ``why``.
@@ -162,7 +182,7 @@ _PER_HEAD_INPUT = (
 
 #: each TransformerLens hook, block hooks first in the order the forward reaches them, then the model's
 HOOKS: tuple[Hook, ...] = (
-    Hook("hook_resid_pre", "the residual stream entering the block", "layer_input"),
+    Hook("hook_resid_pre", "the residual stream entering the block", "layer_input", unless=(_one_stream("layer_input"),)),
     Hook("ln1.hook_scale", "the attention's pre-norm divisor", None, why=_SCALE),
     Hook(
         "ln1.hook_normalized",
@@ -278,12 +298,14 @@ HOOKS: tuple[Hook, ...] = (
         "hook_resid_mid",
         "the stream between the attention and the MLP; absent on parallel blocks, where `layer_mid` is unavailable too",
         "layer_mid",
+        unless=(_one_stream("layer_mid"),),
     ),
     Hook(
         "hook_mlp_in",
         "the stream the MLP's pre-norm reads (served only with `use_hook_mlp_in`)",
         "layer_mid",
         unless=(
+            _one_stream("layer_mid"),
             Unless(
                 PARALLEL_BLOCK,
                 "layer_input",
@@ -325,7 +347,7 @@ HOOKS: tuple[Hook, ...] = (
         nearest="mlp.mlp_output",
     ),
     Hook("hook_mlp_out", "what the MLP adds to the stream (after any post-norm)", "mlp.mlp_output"),
-    Hook("hook_resid_post", "the residual stream leaving the block", "layer_output"),
+    Hook("hook_resid_post", "the residual stream leaving the block", "layer_output", unless=(_one_stream("layer_output"),)),
     Hook(
         "hook_embed",
         "the token embeddings",
