@@ -89,6 +89,10 @@ class EProperty(eproperty):
     inside returns (each slot's expert output, which the experts module sums):
     where tensor parallelism leaves that module's output a partial sum on each
     rank, so is the value, and a read all-reduces it (``nnterp._tensor_parallel``).
+    ``off_the_graph`` says why the logits do not depend on the value through
+    the tensor served (a state written only to the cache): no gradient reaches
+    it, and the kit's ``interior_gradients_are_derivatives`` leaves it out with
+    that reason instead of failing; None (the default) where one does.
 
     An assignment is checked before it lands (``nnterp._writes``): against the
     layout on a text block before the model runs, then against the value a read
@@ -113,6 +117,7 @@ class EProperty(eproperty):
         assign_in_place: bool = False,
         read_only: str | None = None,
         summand: bool = False,
+        off_the_graph: str | None = None,
     ) -> None:
         super().__init__(key=None, description=description)
         self.key = key
@@ -121,6 +126,8 @@ class EProperty(eproperty):
         self.summand = summand
         #: why the value cannot be assigned (it is read off the inputs, or derived), or None where it can
         self.read_only = read_only
+        #: why no gradient of the logits reaches the tensor served (it is beside the graph by design), or None where one does
+        self.off_the_graph = off_the_graph
         self._unavailable = unavailable
         self.owner: type | None = None
 
@@ -148,6 +155,7 @@ class EProperty(eproperty):
             "assign_in_place": self.assign_in_place,
             "read_only": self.read_only,
             "summand": self.summand,
+            "off_the_graph": self.off_the_graph,
             **changes,
         }
         moved = (type(self) if type(self) in (EProperty, TokenEProperty) else EProperty)(**settings)
