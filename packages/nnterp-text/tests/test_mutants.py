@@ -7,7 +7,7 @@ mistakes their arithmetic invites. A survivor is a failing test, fixed by a stro
 
 import torch
 from nnterp import Attention, Layer
-from nnterp_conformance.mutants import Mutant, hooks_path_mutants, killed, moved, multi_stream_mutants, standard_mutants
+from nnterp_conformance.mutants import Mutant, hooks_path_mutants, killed, moved, multi_stream_mutants, standard_mutants, toolkit_mutants
 from transformers.models.beam.modeling_beam import BeamAttention as BeamModule
 from transformers.models.doge.modeling_doge import DogeDecoderLayer
 from transformers.models.falcon.modeling_falcon import FalconAttention as FalconModule
@@ -85,6 +85,10 @@ MULTI_STREAM_CHECKPOINTS = ("deepseek_v4", "hy_v4", "gemma3n_text")
 #: the checkpoints the toolkit's hooks path is given its mistakes on: GPT-2 adds a learned position per token, so a
 #: left-padded row read at the wrong positions is off by far more than a rounding
 HOOKS_PATH_CHECKPOINTS = ("gpt2",)
+
+#: the checkpoints the toolkit's TransformerLens table and cache groups are given their mistakes on: GPT-2's plain
+#: blocks, and Doge's, whose two rescaling terms a cache taking every block to add two terms drops
+TOOLKIT_CHECKPOINTS = ("gpt2", "doge")
 
 ROTARY = "source.apply_rotary_pos_emb_0.inputs"
 #: the eager interface's softmax, which computes in float32 before the pattern is cast to the model's dtype
@@ -240,12 +244,14 @@ def family_mutants() -> list[Mutant]:
 
 def catalogue() -> list[Mutant]:
     """The project's mutants: the standard ones on each of ``STANDARD_CHECKPOINTS``, the multi-stream ones on each of
-    ``MULTI_STREAM_CHECKPOINTS``, the families' own, then the hooks path's on each of ``HOOKS_PATH_CHECKPOINTS``."""
+    ``MULTI_STREAM_CHECKPOINTS``, the families' own, then the hooks path's on each of ``HOOKS_PATH_CHECKPOINTS``, and
+    the toolkit table's and cache groups' on each of ``TOOLKIT_CHECKPOINTS``."""
     return (
         [mutant for checkpoint in STANDARD_CHECKPOINTS for mutant in standard_mutants(checkpoint)]
         + [mutant for checkpoint in MULTI_STREAM_CHECKPOINTS for mutant in multi_stream_mutants(checkpoint)]
         + family_mutants()
         + [mutant for checkpoint in HOOKS_PATH_CHECKPOINTS for mutant in hooks_path_mutants(checkpoint)]
+        + [mutant for checkpoint in TOOLKIT_CHECKPOINTS for mutant in toolkit_mutants(checkpoint)]
     )
 
 

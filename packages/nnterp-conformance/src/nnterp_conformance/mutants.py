@@ -4,7 +4,8 @@ put it, and the check that must fail on it. The kit is as strong as the mutants 
 ``standard_mutants(checkpoint)`` proposes the mistakes any family can make (queries and keys swapped, the pattern read
 at the scores, the values read as the keys, one norm's output for another); a family's tests add the ones its own
 arithmetic invites (the project's are in ``packages/nnterp-text/tests/test_mutants.py``); ``hooks_path_mutants(checkpoint)``
-the mistakes of the toolkit's hooks path the checkpoint's values are read through (a ``Mutant``'s ``patches``). ``killed(mutant)`` runs the
+the mistakes of the toolkit's hooks path the checkpoint's values are read through (a ``Mutant``'s ``patches``);
+``toolkit_mutants(checkpoint)`` the mistakes of the toolkit's TransformerLens table and cache groups. ``killed(mutant)`` runs the
 mutant's check on the family and on the mutant::
 
     from nnterp_conformance.mutants import killed, standard_mutants
@@ -270,6 +271,58 @@ def _as_tokenized(model: Any, inputs: tuple, kwargs: dict | None = None) -> tupl
     (batch,) = inputs
     device = model.device
     return (), {key: value.to(device) if device is not None else value for key, value in batch.items()}
+
+
+def toolkit_mutants(checkpoint: str) -> list[Mutant]:
+    """The mistakes the toolkit's mappings can be given, on ``checkpoint``: a TransformerLens hook pointed at the wrong
+    standard value or served in the standard layout (``nnterp.toolkit.names.HOOKS``), the cache's contributions group
+    expanded as two terms where the block adds more. Each is killed by ``toolkit_names_read_their_values`` or
+    ``toolkit_groups_sum_to_the_stream``; proposed where the mistake reads another tensor and the check passes on the family."""
+    from nnterp.toolkit import cache
+
+    model, block = _components(checkpoint)
+    mutants: list[Mutant] = []
+
+    def on(what: str, check: str, message: str, reason: str, patches: dict) -> None:
+        mutants.append(Mutant(f"{checkpoint}: {what}", checkpoint, {}, check, message, reason, patches=patches))
+
+    if _available(block, "layer_mid", "mlp_input") and _differ(model, block, "layer_mid", "mlp_input"):
+        on("hook_mlp_in mapped to the MLP's normed input", "toolkit_names_read_their_values", "hook_mlp_in against hook_resid_mid",
+           "the table maps hook_mlp_in to mlp_input, what the MLP is called with after its norm, instead of the stream the norm reads",
+           _row_changed("hook_mlp_in", standard="mlp_input", unless=()))
+    if "self_attn" in block.__dict__ and _available(block.self_attn, "attention_values"):
+        from nnterp.toolkit.names import SAME
+
+        on("attn.hook_v served without its transpose", "toolkit_names_read_their_values", "attn.hook_v",
+           "the table serves attn.hook_v in the standard [batch, heads, seq, head_dim] layout, not TransformerLens's "
+           "[batch, pos, head, d_head]: silent in shape wherever heads equal positions",
+           _row_changed("attn.hook_v", layout=SAME))
+    declared = [getattr(model.layers[index], "contributions", None) for index in range(model.num_layers)]
+    if any(terms is not None and tuple(terms()) != _TWO_TERMS for terms in declared):
+        on("the cache's contributions as attention_output + mlp_output", "toolkit_groups_sum_to_the_stream", "the cache's contributions",
+           "the cache expands layers.*.contributions as attention_output + mlp_output on every block instead of the block's "
+           "contributions(): a rescaled residual's or a per-layer input's terms dropped", {(cache, "_block_terms"): _two_terms})
+    return _judged_here(model, mutants)
+
+
+#: the two terms a careless cache takes every block to add
+_TWO_TERMS = ("self_attn.attention_output", "mlp.mlp_output")
+
+
+def _two_terms(model: Any, index: int) -> tuple[str, ...]:
+    """``cache._block_terms`` written carelessly: every block taken to add its attention's and its MLP's outputs alone."""
+    return _TWO_TERMS
+
+
+def _row_changed(name: str, **changes: Any) -> dict[tuple[Any, str], Any]:
+    """Patches that give TransformerLens's hook ``name`` (block-relative) a row with ``changes`` in ``HOOKS`` and the
+    lookup ``standard_name`` translates with."""
+    import dataclasses
+
+    from nnterp.toolkit import names
+
+    rows = tuple(dataclasses.replace(hook, **changes) if hook.name == name else hook for hook in names.HOOKS)
+    return {(names, "HOOKS"): rows, (names, "_BY_NAME"): {hook.name: hook for hook in rows}}
 
 
 def killed(mutant: Mutant, case: Any = None) -> Any:
