@@ -125,8 +125,8 @@ def to_transformer_lens(name: str, dims: tuple[str, ...] | None, value: torch.Te
     return value.permute(order)
 
 
-def read_standard(model: Any, case: Case, names: list[str]) -> dict[str, torch.Tensor]:
-    """Each standard name of ``names`` (full names, in forward order) read by one trace of the kit's own.
+def read_standard(model: Any, batch: Any, names: list[str]) -> dict[str, torch.Tensor]:
+    """Each standard name of ``names`` (full names, in forward order) read on ``batch`` by one trace of the kit's own.
 
     One worker in forward order; where the family serves its values in another order, one invoke per value.
     """
@@ -134,23 +134,20 @@ def read_standard(model: Any, case: Case, names: list[str]) -> dict[str, torch.T
 
     hosts = [_host(model, name) for name in names]
 
-    def trace(separate: bool) -> dict[str, torch.Tensor]:
-        found: list[Any] = [None] * len(names)
-        with torch.no_grad(), model.trace() as tracer:
-            with tracer.invoke(case.batch):
-                if not separate:
-                    for index, (host, value) in enumerate(hosts):
-                        found[index] = getattr(host, value).detach().clone().save()
-            if separate:
-                for index, (host, value) in enumerate(hosts):
-                    with tracer.invoke():
-                        found[index] = getattr(host, value).detach().clone().save()
-        return dict(zip(names, found))
-
+    found: list[Any] = [None] * len(names)
     try:
-        return trace(separate=False)
+        # as every other check reads: the prompts given to the trace itself
+        with torch.no_grad(), model.trace(batch):
+            for index, (host, value) in enumerate(hosts):
+                found[index] = getattr(host, value).detach().clone().save()
     except OutOfOrderError:
-        return trace(separate=True)
+        with torch.no_grad(), model.trace() as tracer:
+            with tracer.invoke(batch):
+                pass
+            for index, (host, value) in enumerate(hosts):
+                with tracer.invoke():
+                    found[index] = getattr(host, value).detach().clone().save()
+    return dict(zip(names, found))
 
 
 def _block_of(name: str) -> int | None:
@@ -186,7 +183,9 @@ def toolkit_names_read_their_values(model: Any, case: Case) -> str:
         raise Skip("needs text prompts: cache_values tokenizes them")
     cache = cache_values(model, case.batch, list(hooks), batch_size=len(case.prompts), progress=False)
     standards = expand_names(model, sorted(set(hooks.values())))
-    read = read_standard(model, case, standards)
+    # the tokens cache_values read, as it gave them to the model: a vision wrapper's processor numbers a left-padded
+    # row's rotary positions otherwise from prompts given as strings (the layer outputs agree, the queries do not)
+    read = read_standard(model, {"input_ids": cache.input_ids, "attention_mask": cache.attention_mask}, standards)
     gaps = Gaps()
     for name, standard in hooks.items():
         served = cache[name]
