@@ -19,6 +19,13 @@ DownsampledInput = Float[Tensor, f"{IMAGE_TOKENS} projector_input_size"]
 GlmMergerOutput = Float[Tensor, f"{IMAGE_TOKENS} {HIDDEN}"]
 
 
+#: why GLM-4V's merger input is no tower stream as it is
+DOWNSAMPLED = (
+    "GLM-4V's merger takes the output of the tower's downsampling convolution (a strided convolution folding each "
+    "spatial_merge_size square of the normed last stream into one row), not a stream of the tower"
+)
+
+
 class Glm4vVision(QwenVision):
     """The GLM-4V ViT, at ``model.vision``: ``QwenVision`` (packed, per-image attention) with a final norm and a conv downsample.
 
@@ -65,6 +72,10 @@ class Glm4vMerger(Projector):
     def projector_output(self, value: Tensor) -> GlmMergerOutput:
         """The projected features, ``[image_tokens, hidden_size]``, in the tower's order."""
         return value
+
+    def selection(self) -> str:
+        """Why ``projector_input`` is no tower stream: the downsampling convolution makes it (``DOWNSAMPLED``)."""
+        return DOWNSAMPLED
 
     @property
     def projector_input_size(self) -> int:

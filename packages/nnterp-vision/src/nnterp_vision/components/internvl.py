@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch import Tensor
+
 from .blocks import VisionAttention, VisionMlp
+from .projector import Projector, Selected, hidden_state
 from .vision import Vision
 
 
@@ -53,3 +56,28 @@ class InternVision(Vision):
     def image_size(self) -> int:
         """Side of the square crop the tower is configured for, in pixels."""
         return int(self._config.image_size[0])
+
+
+class InternVLProjector(Projector):
+    """InternVL's projector: it takes the selected stream pixel-shuffled, ``[crops, tokens, vision_hidden_size / downsample_ratio ** 2]``.
+
+    ``vision_feature_layer`` -1 selects the tower's ``last_hidden_state``
+    (``tower_output``), any other index its ``hidden_states``; "default"
+    drops the class row; the wrapper's ``pixel_shuffle`` then folds each
+    ``1 / downsample_ratio`` square of patches into one row.
+    """
+
+    def selection(self) -> tuple[Selected, ...]:
+        """``tower_output`` for ``vision_feature_layer`` -1, else that hidden state; the class row dropped under "default"."""
+        config = self.root._module.config
+        layer = config.vision_feature_layer
+        drop = 1 if config.vision_feature_select_strategy == "default" else 0
+        return (Selected("tower_output" if layer == -1 else hidden_state(self.root.vision, layer), drop),)
+
+    def laid_out(self, selected: Tensor) -> Tensor:
+        """The selected rows on their square grid, through the wrapper's own ``pixel_shuffle``, one row per image token."""
+        crops, rows, width = selected.shape
+        side = int(rows**0.5)
+        wrapper = self.root._module.model
+        shuffled = wrapper.pixel_shuffle(selected.reshape(crops, side, side, width), scale_factor=wrapper.config.downsample_ratio)
+        return shuffled.reshape(crops, -1, shuffled.shape[-1])

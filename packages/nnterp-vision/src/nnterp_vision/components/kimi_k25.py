@@ -19,6 +19,13 @@ PooledInput = Float[Tensor, f"{IMAGE_TOKENS} merge_patches projector_input_size"
 PooledOutput = Float[Tensor, f"{IMAGE_TOKENS} {HIDDEN}"]
 
 
+#: why MoonViT's projector input is no tower stream as it is
+POOLED = (
+    "MoonViT gathers its final norm's output by merge kernel and means it over the frames inside the tower "
+    "(temporal_merge, by each image's grid_thw): the projector takes that pooled output, not a stream of the tower"
+)
+
+
 class MoonVitAttention(QwenVisionAttention):
     """MoonViT's attention: ``QwenVisionAttention`` whose whole queries, keys and values are its three transposes' outputs.
 
@@ -78,6 +85,10 @@ class MoonVitProjector(Projector):
     @projector_output.postprocess
     def projector_output(self, value: Tensor) -> Tensor:
         return value.unsqueeze(1)
+
+    def selection(self) -> str:
+        """Why ``projector_input`` is no tower stream: the tower pools its last one by merge kernel (``POOLED``)."""
+        return POOLED
 
     @property
     def projector_input_size(self) -> int:

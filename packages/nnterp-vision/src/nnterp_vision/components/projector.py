@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from jaxtyping import Float
 from nnterp.components import Standard
 from nnterp.descriptors import EProperty
@@ -19,8 +22,57 @@ FlatProjectorInput = Float[Tensor, f"{IMAGE_TOKENS} projector_input_size"]
 FlatProjectorOutput = Float[Tensor, f"{IMAGE_TOKENS} {HIDDEN}"]
 
 
+@dataclass(frozen=True)
+class Selected:
+    """One tower value the projector's input is made of: ``model.vision.<value>`` (a dotted path), its first ``drop`` rows dropped."""
+
+    value: str
+    #: the leading rows the wrapper drops (1: the class row, under vision_feature_select_strategy="default")
+    drop: int = 0
+
+
+def hidden_state(vision: Any, index: int) -> str:
+    """The tower value that is ``hidden_states[index]`` of the tower's output: block 0's ``layer_input`` for 0, else block
+    ``index - 1``'s ``layer_output`` (negative counts from the end, ``-1`` the last block's), before any final norm."""
+    count = vision.num_layers
+    index = index % (count + 1)
+    return "layers.0.layer_input" if index == 0 else f"layers.{index - 1}.layer_output"
+
+
+#: why a flat projector's input is no tower stream as it is
+FLAT_INPUT = (
+    "a flat projector takes what the tower's own adapter or merger returns after its last block, one row per image "
+    "token (Llama 4's vision_adapter: a pixel shuffle and an MLP; HyperCLOVA X's Qwen merger)"
+)
+
+
 class Projector(Standard):
     """A wrapper's projector: what it is called with and what it returns, before the wrapper scatters it into the tokens."""
+
+    def selection(self) -> tuple[Selected, ...] | str:
+        """The tower values ``projector_input`` is, side by side along the width; or why it is no tower value as it is.
+
+        The wrapper config's ``vision_feature_layer`` (an index of the tower's
+        ``hidden_states``, or a list of them concatenated) with its
+        ``vision_feature_select_strategy`` ("default" drops the class row,
+        "full" keeps it), as LLaVA and its kin select; a wrapper whose config
+        names no layer hands on the tower's ``last_hidden_state``
+        (``tower_output``). The kit's ``projector_reads_the_selected_stream``
+        holds ``projector_input`` equal to it; a family whose wrapper selects
+        otherwise overrides this.
+        """
+        config = self.root._module.config
+        layers = getattr(config, "vision_feature_layer", None)
+        if layers is None:
+            return (Selected("tower_output"),)
+        drop = 1 if getattr(config, "vision_feature_select_strategy", None) == "default" else 0
+        layers = [layers] if isinstance(layers, int) else list(layers)
+        return tuple(Selected(hidden_state(self.root.vision, layer), drop) for layer in layers)
+
+    def laid_out(self, selected: Tensor) -> Tensor:
+        """``selected`` (the ``selection``, side by side) as the wrapper hands it to the projector: itself, where the
+        wrapper reshapes nothing between; a family whose wrapper does (InternVL's pixel shuffle) calls the wrapper's own code."""
+        return selected
 
     @EProperty("input", "What the projector is called with", no_images)
     def projector_input(self, value: Tensor) -> ProjectorInput:
@@ -44,6 +96,10 @@ class Projector(Standard):
 
 class FlatProjector(Projector):
     """A projector called on every image's tokens flat, one row per image token (Llama 4's linear, HyperCLOVA X's after the Qwen merger)."""
+
+    def selection(self) -> str:
+        """Why ``projector_input`` is no tower stream: the tower's own adapter or merger makes it (``FLAT_INPUT``)."""
+        return FLAT_INPUT
 
     @EProperty("input", "What the projector is called with", no_images)
     def projector_input(self, value: Tensor) -> FlatProjectorInput:

@@ -22,6 +22,7 @@ from transformers.models.fast_vlm.modeling_fast_vlm import FastVlmModel
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
 
 from ..components import ImageScatter, Projector
+from ..components.projector import Selected
 from ..components.timm import ConvBlock, ConvTimmVision
 from ..tiny.fast_vlm import TINY
 from . import llava, perception_lm
@@ -32,6 +33,14 @@ BLOCKS = (
     "their token mixing into the residual (x = mixer(x)): no one [images, patches, vision_hidden_size] stream, nor a "
     "contribution, for a block value"
 )
+
+
+class FastVlmProjector(Projector):
+    """FastVLM's projector: it takes the tower's last feature map one row per position, whatever ``vision_feature_layer`` says (only -1 is supported)."""
+
+    def selection(self) -> tuple[Selected, ...]:
+        """``tower_output``: the last feature map, ``[images, rows * columns, channels]``."""
+        return (Selected("tower_output"),)
 
 
 class FastVitBlock(ConvBlock):
@@ -47,7 +56,7 @@ FAMILY = perception_lm.FAMILY.replace(
     rename={**llava.WRAPPER, "timm_model.stem": "patch_embed"},
     envoys={
         TimmWrapperModel: ConvTimmVision, RepMixerBlock: FastVitBlock, AttentionBlock: FastVitBlock,
-        "projector": Projector, FastVlmModel: ImageScatter, **default.FAMILY.envoys,
+        "projector": FastVlmProjector, FastVlmModel: ImageScatter, **default.FAMILY.envoys,
     },
     # every image 128 pixels, its 2 x 2 last feature map 4 image tokens
     tiny={"fast_vlm": TINY},
@@ -58,6 +67,9 @@ FAMILY = perception_lm.FAMILY.replace(
             "vision_pattern_is_softmax_of_scores": "FastViT's blocks run on a 2D feature map whose width changes from stage",
             "vision_scores_are_queries_against_keys": "FastViT's blocks run on a 2D feature map whose width changes from stage",
             "vision_head_outputs_are_pattern_against_values": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+            "vision_mid_stream": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+            "vision_neurons_make_contribution": "FastViT's blocks run on a 2D feature map whose width changes from stage",
+            "vision_norm_outputs_feed_the_sublayers": "FastViT's blocks run on a 2D feature map whose width changes from stage",
         },
     },
 )

@@ -33,6 +33,7 @@ FAMILY = glm4v_moe.FAMILY.replace(
     tiny={"glm46v_moe": TINY_46V_MOE},
     skips={
         "glm46v_moe": {
+            "projector_reads_the_selected_stream": "GLM-4V's merger takes the output of the tower's downsampling convolution",
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
             "vision_scores_are_queries_against_keys": "this packed tower's attention",
             "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",

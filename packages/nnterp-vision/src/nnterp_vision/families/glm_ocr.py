@@ -47,6 +47,7 @@ FAMILY = glm4v.FAMILY.replace(
     tiny={"glm_ocr": Glm4vTinyConfig("glm_ocr", {"text_config": GLM4V_TEXT, "vision_config": GLM4V_VIT, **GLM_TOKEN_IDS})},
     skips={
         "glm_ocr": {
+            "projector_reads_the_selected_stream": "GLM-4V's merger takes the output of the tower's downsampling convolution",
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
             "vision_scores_are_queries_against_keys": "this packed tower's attention",
             "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",

@@ -30,8 +30,8 @@ from transformers.models.internvl.modeling_internvl import (
     InternVLVisionModel,
 )
 
-from ..components import ImageScatter, Projector, VisionLayer
-from ..components.internvl import InternVision, LayerScaledAttention, LayerScaledMlp
+from ..components import ImageScatter, VisionLayer
+from ..components.internvl import InternVision, InternVLProjector, LayerScaledAttention, LayerScaledMlp
 from ..family import VisionFamily
 from ..tiny.internvl import TINY
 from . import llava
@@ -57,7 +57,7 @@ FAMILY = VisionFamily(
         InternVLVisionLayer: VisionLayer,
         InternVLVisionAttention: LayerScaledAttention,
         InternVLVisionMLP: LayerScaledMlp,
-        "projector": Projector,
+        "projector": InternVLProjector,
         InternVLModel: ImageScatter,
         **default.FAMILY.envoys,
     },

@@ -54,6 +54,7 @@ FAMILY = VisionFamily(
     tiny={"kimi_k25": TINY},
     skips={
         "kimi_k25": {
+            "projector_reads_the_selected_stream": "MoonViT gathers its final norm's output by merge kernel",
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
             "vision_scores_are_queries_against_keys": "this packed tower's attention",
             "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",

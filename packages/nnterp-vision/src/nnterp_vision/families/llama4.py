@@ -85,6 +85,7 @@ FAMILY = VisionFamily(
     tiny={"llama4": TINY},
     skips={
         "llama4": {
+            "projector_reads_the_selected_stream": "a flat projector takes what the tower's own adapter or merger returns",
             "neurons_make_contribution": "a mixture of experts",
             "rerouted_slot_runs_the_new_expert": "Llama 4 multiplies each expert's input by its sigmoid score, not its",
             "zeroed_slot_leaves_the_sum": "Llama 4 multiplies each expert's input by its sigmoid score, not its",

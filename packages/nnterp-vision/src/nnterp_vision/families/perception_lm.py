@@ -23,10 +23,19 @@ from transformers.models.perception_lm.modeling_perception_lm import PerceptionL
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
 
 from ..components import ImageScatter, Projector, VisionLayer
+from ..components.projector import Selected
 from ..components.timm import TimmAttention, TimmMlp, TimmVision
 from ..family import VisionFamily
 from ..tiny.perception_lm import TINY
 from . import llava
+
+class PerceptionLMProjector(Projector):
+    """PerceptionLM's projector: it takes the tower's ``last_hidden_state``, the class row dropped where the config's ``vision_use_cls_token`` says the tower has one."""
+
+    def selection(self) -> tuple[Selected, ...]:
+        """``tower_output``, its first row dropped under ``vision_use_cls_token``."""
+        return (Selected("tower_output", 1 if self.root._module.config.vision_use_cls_token else 0),)
+
 
 FAMILY = VisionFamily(
     name="perception_lm",
@@ -49,7 +58,7 @@ FAMILY = VisionFamily(
         EvaBlock: VisionLayer,
         AttentionRope: TimmAttention,
         Mlp: TimmMlp,
-        "projector": Projector,
+        "projector": PerceptionLMProjector,
         PerceptionLMModel: ImageScatter,
         **default.FAMILY.envoys,
     },

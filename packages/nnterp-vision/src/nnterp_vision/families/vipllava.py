@@ -16,17 +16,26 @@ from nnterp.families import default
 from transformers.models.vipllava.modeling_vipllava import VipLlavaModel
 
 from ..components import ImageScatter, Projector
+from ..components.projector import Selected
 from ..family import VisionFamily
 from ..tiny.sizes import CLIP, TEXT
 from ..tiny.vipllava import VipLlavaTinyConfig
 from . import llava
+
+class VipLlavaProjector(Projector):
+    """VipLLaVA's projector: each ``vision_feature_layer`` hidden state without its class row, side by side (its config has no select strategy)."""
+
+    def selection(self) -> tuple[Selected, ...]:
+        """The hidden states of ``vision_feature_layer``, in order, each with the class row dropped."""
+        return tuple(Selected(chosen.value, 1) for chosen in super().selection())
+
 
 FAMILY = VisionFamily(
     name="vipllava",
     model_types=("vipllava",),
     rename=llava.FAMILY.rename,
     # LLaVA's, with VipLlavaModel as the scatter
-    envoys={**llava.CLIP_ENVOYS, "projector": Projector, VipLlavaModel: ImageScatter, **default.FAMILY.envoys},
+    envoys={**llava.CLIP_ENVOYS, "projector": VipLlavaProjector, VipLlavaModel: ImageScatter, **default.FAMILY.envoys},
     tiny={
         # two tower layers side by side into the projector (hidden_states[-2] and [0]); 16 image tokens
         "vipllava": VipLlavaTinyConfig(
