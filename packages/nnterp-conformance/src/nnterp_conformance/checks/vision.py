@@ -399,3 +399,6 @@ def image_values_need_an_image(model: Any, case: Case) -> str:
             raise CheckFailure(f"vision.{name} on a trace with no image raised {type(error).__name__}: {str(error)[:200]}, rather than raising Unavailable")
         raise CheckFailure(f"vision.{name} read a value on a trace with no image, rather than raising Unavailable")
     return f"{len(raised)} image values unavailable without an image ({raised[0][:60]}...)"
+
+
+from . import vision_blocks as _registered  # noqa: E402, F401 - registration: the blocks' and the projector's values, after the tower's (not as vision_blocks, the function above)
