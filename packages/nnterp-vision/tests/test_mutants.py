@@ -3,11 +3,12 @@ read off the path the image takes, each killed by the check it names. A survivor
 stronger check, never by deleting the mutant.
 """
 
+from nnterp import EProperty
 from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
-from transformers.models.clip.modeling_clip import CLIPVisionModel
+from transformers.models.clip.modeling_clip import CLIPMLP, CLIPEncoderLayer, CLIPVisionModel
 from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
-from nnterp_vision.components import Vision
+from nnterp_vision.components import Projector, Vision, VisionLayer, VisionMlp, no_images
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.testing import features_at, features_returned
 
@@ -19,6 +20,33 @@ def _patches_without_write_back() -> type:
     dropped = Vision.patch_embeddings.at()
     dropped._postprocess = None
     return moved(Vision, "patch_embeddings without its write-back", called="PatchesWithoutWriteBack", patch_embeddings=dropped)
+
+
+def _projector_one_block_late() -> type:
+    """LLaVA's projector with ``projector_input`` read at the tower's last block, the class row dropped: one block late."""
+
+    def projector_input(self, value):
+        return value[:, 1:]
+
+    late = EProperty(lambda envoy: f"/vision.layers.{envoy.root.vision.num_layers - 1}.output", "the last block's stream", no_images, select=0)
+    return moved(Projector, "projector_input read at the tower's last block", called="ProjectorOneBlockLate", projector_input=late(projector_input))
+
+
+def block_mutants() -> list[Mutant]:
+    """The CLIP tower's block values and the projector's input misread, each killed by the check of its identity."""
+    return [
+        Mutant("llava: tower neurons read before the activation", "llava",
+               {CLIPMLP: moved(VisionMlp, "mlp_neurons at fc1's output", mlp_neurons=VisionMlp.mlp_neurons.at("up_proj.output"))},
+               "vision_neurons_make_contribution", "mlp_activation against mlp_neurons",
+               "mlp_neurons pointed at fc1's output, before the activation: the same width, the pre-activations"),
+        Mutant("llava: tower layer_mid read at the block's input", "llava",
+               {CLIPEncoderLayer: moved(VisionLayer, "layer_mid at the block's input", layer_mid="layer_input")},
+               "vision_mid_stream", "against layer_mid",
+               "layer_mid pointed at the block's input: the same layout, the stream before the attention adds to it"),
+        Mutant("llava: projector input read one block late", "llava", {"projector": _projector_one_block_late()},
+               "projector_reads_the_selected_stream", "against projector_input",
+               "projector_input read at the tower's last block, where LLaVA takes hidden_states[-2] (vision_feature_layer=-2)"),
+    ]
 
 
 def family_mutants() -> list[Mutant]:
@@ -43,7 +71,7 @@ def family_mutants() -> list[Mutant]:
 def catalogue() -> list[Mutant]:
     """This package's mutants: the standard ones on each of ``TOWER_CHECKPOINTS``' towers, then the image path's."""
     standard = [mutant for checkpoint in TOWER_CHECKPOINTS for mutant in standard_mutants(checkpoint) if mutant.check.startswith("vision_")]
-    return standard + family_mutants()
+    return standard + family_mutants() + block_mutants()
 
 
 def pytest_generate_tests(metafunc):
