@@ -10,7 +10,7 @@ lays them out) and compare. Every tensor here is one token's, the sequence axis 
 - ``"ssd"`` (Mamba-2): state ``[batch, heads, state_dim, head_dim]``, queries and keys ``[batch, groups, state_dim]``,
   values ``[batch, heads, head_dim]``, decays and betas ``[batch, heads]``.
 - ``"rg_lru"`` (RecurrentGemma's RG-LRU): state, values (the gated, normalized input) and decays ``[batch, channels]``;
-  no keys, queries or betas.
+  no keys, queries or betas; the state resets where a sequence starts (``resets``: decays -inf there).
 - ``"lightning"`` (MiniMax's lightning attention): state ``[batch, heads, key_dim, value_dim]``, queries and keys
   ``[batch, heads, key_dim]``, values ``[batch, heads, value_dim]``, decays ``[batch, heads]``; no betas.
 - ``"gated_delta"`` (DeltaNet, Kimi delta attention): state ``[batch, heads, key_dim, value_dim]``, queries and keys
@@ -47,6 +47,10 @@ class Recurrence:
     #: recurrence, whose output is its state), ``step`` and ``read`` are given None for them
     keys: bool = True
     queries: bool = True
+    #: whether a sequence's first token keeps nothing of the state before it (Griffin's reset at a document boundary:
+    #: its decays there are -inf), so on a prompt alone the first state is the rule applied to any state before, not
+    #: only to zeros; where not, a fresh prompt starts from zeros
+    resets: bool = False
 
 
 def _per_head(shared: Tensor, heads: int) -> Tensor:
@@ -142,7 +146,7 @@ RECURRENCES: dict[str, Recurrence] = {
     "selective_scan": Recurrence(_scan_step, _scan_read, "h = exp(decays) * h + betas * B x", "y = C . h + D * x"),
     "ssd": Recurrence(_ssd_step, _ssd_read, "h = exp(decays) * h + betas * B x^T", "y = C h + D * x"),
     "gated_delta": Recurrence(_delta_step, _delta_read, "S = exp(decays) S + k betas (v - k^T exp(decays) S)", "o = q S / sqrt(key_dim)"),
-    "rg_lru": Recurrence(_lru_step, _lru_read, "h = exp(decays) * h + x", "y = h", betas=False, keys=False, queries=False),
+    "rg_lru": Recurrence(_lru_step, _lru_read, "h = exp(decays) * h + x", "y = h", betas=False, keys=False, queries=False, resets=True),
     "lightning": Recurrence(_lightning_step, _lightning_read, "S = exp(decays) S + k^T v", "o = q S", betas=False),
     "short_conv": Recurrence(_window_step, _window_read, "window = [window[1:], B * x]", "y = C * (conv_weights . window + conv_bias)", decays=False, betas=False),
 }

@@ -235,8 +235,9 @@ def written_states_land(model: Any, case: Case) -> str:
 
 @check("recurrent", applies=is_recurrent)
 def gates_in_range(model: Any, case: Case) -> str:
-    """decays are non-positive and betas lie in the mixer's documented range, on every recurrent block (each where served)."""
+    """decays are non-positive and betas lie in the mixer's documented range, on every recurrent block (each where served), on the padded batch and each prompt alone."""
     checked, reasons = 0, set()
+    runs = [(case, "")] + ([(case.alone(row), f", prompt {row} alone") for row in range(len(case.prompts))] if len(case.prompts) > 1 else [])
     for layer in _recurrent(model):
         mixer = model.layers[layer].linear_attn
         support = mixer.support()
@@ -245,16 +246,17 @@ def gates_in_range(model: Any, case: Case) -> str:
             continue
         # a mixer whose tokens write at full strength has no betas (MiniMax's lightning attention)
         has_betas = support.get("betas", "no betas") is None
-        betas = None
-        with torch.no_grad(), model.trace(case.batch):
-            decays = model.layers[layer].linear_attn.decays.detach().clone().save()
-            if has_betas:
-                betas = model.layers[layer].linear_attn.betas.detach().clone().save()
-        if (decays > 0).any():
-            raise CheckFailure(f"layers[{layer}]: decays reach {decays.max().item():.3g}, above 0")
-        low, high = mixer.BETA_RANGE
-        if betas is not None and ((betas < low).any() or (betas > high).any()):
-            raise CheckFailure(f"layers[{layer}]: betas span [{betas.min().item():.3g}, {betas.max().item():.3g}], outside [{low}, {high}]")
+        for run, label in runs:
+            betas = None
+            with torch.no_grad(), model.trace(run.batch):
+                decays = model.layers[layer].linear_attn.decays.detach().clone().save()
+                if has_betas:
+                    betas = model.layers[layer].linear_attn.betas.detach().clone().save()
+            if (decays > 0).any():
+                raise CheckFailure(f"layers[{layer}]{label}: decays reach {decays.max().item():.3g}, above 0")
+            low, high = mixer.BETA_RANGE
+            if betas is not None and ((betas < low).any() or (betas > high).any()):
+                raise CheckFailure(f"layers[{layer}]{label}: betas span [{betas.min().item():.3g}, {betas.max().item():.3g}], outside [{low}, {high}]")
         checked += 1
     if not checked:
         raise Skip(f"no recurrent block serves decays and betas ({'; '.join(sorted(reasons))})")
