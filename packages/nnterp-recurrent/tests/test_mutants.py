@@ -124,6 +124,11 @@ def _window_without_write_back() -> object:
     return dropped
 
 
+def _window_before_the_conv() -> object:
+    # the live window copied where B * x is bound, before the conv writes this call's tokens into the cache
+    return ShortConvolution.state_output.at(lambda envoy: envoy._op(envoy.CONV_INPUT))
+
+
 def _lru_states_one_token_early(self):
     # each token served the state it starts from: the one before, zeros before the first
     states = RealGatedLRU._states(self)
@@ -227,11 +232,21 @@ def family_mutants() -> list[Mutant]:
                moved(ShortConvolution, "no write-back", state_output=_window_without_write_back()),
                "written_states_land", "state_output written",
                "state_output read right off the cache, but an assignment swapped in where it is read, for C * conv"),
+        mutant("lfm2", "state_output copied before the conv writes the cache", Lfm2ShortConv,
+               moved(ShortConvolution, "the window before the conv", state_output=_window_before_the_conv()),
+               "state_output_is_the_last_state", "against the last state",
+               "the cache's window copied where B * x is bound, before the conv writes the call's tokens into it: none yet "
+               "on a prompt, the window the call started from on a decode step"),
         mutant("recurrent_gemma", "states one token early", RecurrentGemmaRecurrentBlock, LruStatesOneTokenEarly,
                "states_follow_the_rule", STATE_RULE, "each token served the state its update starts from, the one before its own write"),
         mutant("recurrent_gemma", "decays as the gate, not its log", RecurrentGemmaRecurrentBlock,
                moved(RealGatedLRU, "a, not log a", decays=_lru_at("{lru}.source.recurrent_gate_1.output")),
                "gates_in_range", "above 0", "decays read at exp(log_recurrent_gate), the factor the state is multiplied by, one exponent too far"),
+        mutant("recurrent_gemma", "decays read before the reset", RecurrentGemmaRecurrentBlock,
+               moved(RealGatedLRU, "log a before the reset", decays=_lru_at("{lru}.source.log_recurrent_gate_0.output")),
+               "states_follow_the_rule", "from a random state before",
+               "decays read at log_recurrent_gate, before the scan multiplies a by ~reset: a prompt's first token keeps "
+               "part of the state before it"),
         mutant("recurrent_gemma", "values before the normalization", RecurrentGemmaRecurrentBlock,
                moved(RealGatedLRU, "i * x", attention_values=_lru_at("{lru}.source.gated_inputs_0.output")),
                "states_follow_the_rule", STATE_RULE, "the write read at i * x, before the sqrt(1 - a^2) normalization the scan receives it with"),
