@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from nnsight.intervention.interleaver import OutOfOrderError
 
 from nnterp.reasons import PARALLEL
 
@@ -33,9 +34,14 @@ def metric(logits: torch.Tensor) -> torch.Tensor:
     return (logits[:, -1].float() * direction).sum()
 
 
-def _writable(model: Any, layer: int, name: str) -> bool:
+def _descriptor(model: Any, layer: int, name: str) -> Any:
+    """The descriptor serving the block value ``name`` (dotted, ``"mlp.mlp_neurons"``) on block ``layer``."""
     host, _, attribute = f".{name}".rpartition(".")
-    return type(get(model.layers[layer], host[1:]) if host else model.layers[layer]).values()[attribute].read_only is None
+    return type(get(model.layers[layer], host[1:]) if host else model.layers[layer]).values()[attribute]
+
+
+def _writable(model: Any, layer: int, name: str) -> bool:
+    return _descriptor(model, layer, name).read_only is None
 
 
 def differentiable(model: Any) -> dict[str, list[int]]:
@@ -188,3 +194,137 @@ def gradient_flows_back_through_each_block(model: Any, case: Case) -> str:
         gaps.add(expect_close(f"layers[{layer}].layer_input.grad against layer_output.grad carried back through the block", grads["layer_input"][layer], carried, dtype=dtype))
     skipped = len(both) - len(blocks)
     return str(gaps) + (f" ({skipped} blocks read beside the stream left out)" if skipped else "")
+
+
+#: why a value is left out of the interior check before it is read, by what its descriptor says
+DERIVED = "read-only: derived from other served values (or read off the inputs), whose gradients are checked instead"
+NOT_FLOATING = "not a floating tensor (indices, masks): it has no derivative"
+NOT_SERVED = "None on this call (a state before any call)"
+
+
+def interior(model: Any) -> tuple[list[tuple[int, str]], dict[str, str]]:
+    """Every available block value ``gradients_are_derivatives`` does not take (the sublayers' interiors, a block's
+    norms, streams and weights), as ``(layer, name)`` in forward order; and why each left out by its declaration is."""
+    from nnterp.toolkit.cache import block_order
+
+    taken, left = [], {}
+    for layer in range(model.num_layers):
+        covered = {*STREAM, *HEADS, *sublayers(model, layer)}
+        support = model.support(layer=layer)
+        for name in block_order(model.layers[layer]):
+            if name in covered or support.get(name, "unknown") is not None:
+                continue
+            value = _descriptor(model, layer, name)
+            reason = DERIVED if value.read_only is not None else getattr(value, "off_the_graph", None)
+            if reason is None:
+                taken.append((layer, name))
+            else:
+                left.setdefault(name, reason)
+    return taken, left
+
+
+def _reached_in(order: list[int], values: list[torch.Tensor], scalar: torch.Tensor) -> list[int]:
+    """The indices of ``values`` in the order a backward from ``scalar`` reaches them (each tensor once)."""
+    reached: list[int] = []
+    if not order:
+        return reached
+    seen: set[int] = set()
+    handles = []
+    for index in order:
+        if id(values[index]) not in seen:
+            seen.add(id(values[index]))
+            handles.append(values[index].register_hook(lambda gradient, index=index: reached.append(index)))
+    try:
+        torch.autograd.grad(scalar, [values[index] for index in order], retain_graph=True, allow_unused=True)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return reached
+
+
+def interior_gradients(model: Any, case: Case, plan: list[tuple[int, str]], separate: bool = False) -> tuple[dict, dict, dict[tuple[int, str], str]]:
+    """Each value of ``plan``: its gradient by ``torch.autograd.grad``, by ``.grad`` inside ``backward()``, and, for a
+    value no gradient reaches or that is not a floating tensor, why.
+
+    One trace: the values are read in forward order (``separate``: each by a
+    worker of its own, which needs no order), the metric differentiated
+    directly, the order the backward reaches each value recorded with plain
+    hooks, then ``backward()`` runs and each ``.grad`` is read in that order.
+    """
+    direct: dict = {}
+    served: dict = {}
+    off: dict = {}
+    values: list = [None] * len(plan)
+
+    def take(index: int) -> None:
+        layer, name = plan[index]
+        values[index] = get(model.layers[layer], name)
+
+    with model.trace() as tracer:
+        with tracer.invoke(case.batch):
+            if not separate:
+                for index in range(len(plan)):
+                    take(index)
+            scalar = metric(model.logits)
+            kept = []
+            for index, (place, value) in enumerate(zip(plan, values)):
+                if not isinstance(value, torch.Tensor):
+                    off[place] = NOT_SERVED
+                elif not value.is_floating_point():
+                    off[place] = NOT_FLOATING
+                elif not value.requires_grad:
+                    off[place] = "off autograd's record (served detached, or computed without gradients)"
+                else:
+                    kept.append(index)
+            found = torch.autograd.grad(scalar, [values[index] for index in kept], retain_graph=True, allow_unused=True) if kept else ()
+            for index, gradient in zip(kept, found):
+                if gradient is None:
+                    off[plan[index]] = "the logits do not depend on the tensor served"
+                else:
+                    direct[plan[index]] = gradient.detach().clone()
+            order = _reached_in([index for index in kept if plan[index] in direct], values, scalar)
+            if order:
+                with scalar.backward():
+                    for index in order:
+                        served[plan[index]] = values[index].grad.detach().clone()
+            # a tensor served under two names is reached once: its gradient is the same
+            first = {id(values[index]): plan[index] for index in reversed(order)}
+            for index in kept:
+                if plan[index] in direct and plan[index] not in served and id(values[index]) in first:
+                    served[plan[index]] = served[first[id(values[index])]]
+        if separate:
+            for index in range(len(plan)):
+                with tracer.invoke():
+                    take(index)
+    return direct, served, off
+
+
+def _in_order_or_apart(model: Any, case: Case, plan: list[tuple[int, str]]) -> tuple[dict, dict, dict[tuple[int, str], str]]:
+    """``interior_gradients`` with one worker reading in the components' declaration order, else (a family whose
+    forward serves its values in another order) with a worker per value."""
+    try:
+        return interior_gradients(model, case, plan)
+    except OutOfOrderError:
+        return interior_gradients(model, case, plan, separate=True)
+
+
+@check("gradients", drawn=False)
+def interior_gradients_are_derivatives(model: Any, case: Case) -> str:
+    """.grad read inside backward() on every other floating block value (queries, neurons, routers, states...) equals torch.autograd.grad of the same metric."""
+    plan, left = interior(model)
+    if not plan:
+        raise Skip("no block serves an interior value beside the stream, its contributions and the heads" + (f" ({len(left)} left out by declaration)" if left else ""))
+    direct, served, off = _in_order_or_apart(model, case, plan)
+    unreached = {place: why for place, why in off.items() if why not in (NOT_SERVED, NOT_FLOATING)}
+    if unreached:
+        (layer, name), why = next(iter(unreached.items()))
+        raise CheckFailure(
+            f"layers[{layer}].{name} is not on the path from the model's inputs to its logits: {why}; no gradient can reach "
+            f"it ({len(unreached)} values so; a value beside the graph by design says why in its declaration, off_the_graph=)"
+        )
+    gaps = Gaps()
+    dtype = model_dtype(model)
+    for (layer, name), expected in direct.items():
+        gaps.add(expect_close(f"layers[{layer}].{name}.grad against torch.autograd.grad", served[(layer, name)], expected, dtype=coarsest(expected, dtype)))
+    skipped = {why for why in off.values()} | set(left.values())
+    return str(gaps) + (f" ({len(off) + len(left)} values left out: {'; '.join(sorted(skipped))})" if skipped else "")
