@@ -24,3 +24,11 @@ def needs_torch_kernels(envoy: Any) -> str | None:
         "the kernels are a compiled package's (mamba_ssm), with no Python source to read inside; call "
         "nnterp_recurrent.route_kernels(model.family, 'torch') before tracing to run transformers' pure-torch ones"
     )
+
+
+#: why a chunked kernel's last state is beside the graph (``EProperty.off_the_graph``): this call's outputs are
+#: computed without it, it only goes on to the cache
+HANDED_ON = (
+    "the state after the last token is only handed on to the cache: this call's outputs are computed beside it, so "
+    "its logits do not depend on it (assigning it changes what the next call starts from)"
+)

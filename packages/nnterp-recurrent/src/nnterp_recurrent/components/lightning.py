@@ -9,6 +9,7 @@ from greenlet import getcurrent
 from nnterp import DerivedEProperty, EProperty
 from torch import Tensor
 
+from ..reasons import HANDED_ON
 from ..layouts import Gates, LinearHeadOutputs, LinearQK, LinearV, State, States
 from .mixer import RecurrentMixer, TokenPinnedMixer
 
@@ -211,7 +212,7 @@ class LightningAttention(TokenPinnedMixer):
 
     # -- what they leave -----------------------------------------------------------------
 
-    @EProperty(lambda e: f"source.{e.HAND_ON}.inputs" if e.caches() else "output", "The state after this call's last token")
+    @EProperty(lambda e: f"source.{e.HAND_ON}.inputs" if e.caches() else "output", "The state after this call's last token", off_the_graph=HANDED_ON)
     def state_output(self, value: Any) -> State | None:
         """The state after this call's last token, ``[batch, heads, head_dim, head_dim]``: what the cache receives.
 

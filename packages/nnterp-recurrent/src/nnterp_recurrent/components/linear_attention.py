@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from nnterp import EProperty
 from torch import Tensor
 
+from ..reasons import HANDED_ON
 from ..layouts import Gates, LinearHeadOutputs, LinearQK, LinearV, State
 from .mixer import RecurrentMixer
 
@@ -99,7 +100,7 @@ class LinearAttention(RecurrentMixer):
         """
         return None if value is None else value.clone()
 
-    @EProperty(RecurrentMixer.kernel_at("output"), "The state after this call's last token", select=1)
+    @EProperty(RecurrentMixer.kernel_at("output"), "The state after this call's last token", select=1, off_the_graph=HANDED_ON)
     def state_output(self, value: Any) -> State | None:
         """The state after this call's last token, ``[batch, heads, key_dim, value_dim]``: what the cache receives.
 

@@ -334,3 +334,26 @@ def _kernel_layout(envoy: SelectiveScan, value: Tensor, vector: bool = False) ->
     if vector:
         value = value.squeeze(2)
     return value[:, 0] if envoy.decoding() else value.transpose(1, 2)
+
+
+def _through_view(vector: bool = False) -> Any:
+    """The write-back of a value served as a view of a kernel argument: the view laid back out, handed to the kernel.
+
+    The same storage and numbers as the argument (an in-place edit of the view
+    lands either way), but the kernel now computes from the served view, so a
+    backward reaches it: ``value.grad`` is the metric's derivative, not None.
+    """
+
+    def transform(envoy: SelectiveScan, view: Tensor, served: Tensor) -> Tensor:
+        return _kernel_layout(envoy, view, vector=vector)
+
+    return transform
+
+
+for _value, _vector in (
+    (SelectiveScan.attention_queries, True),
+    (SelectiveScan.attention_keys, True),
+    (SelectiveScan.attention_values, False),
+    (SelectiveScan.attention_head_outputs, False),
+):
+    _value.transform(_through_view(_vector))

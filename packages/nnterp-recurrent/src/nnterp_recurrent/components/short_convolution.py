@@ -10,6 +10,7 @@ from greenlet import getcurrent
 from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 from torch import Tensor
 
+from ..reasons import HANDED_ON
 from ..layouts import ConvChannels, Window, Windows
 from .mixer import RecurrentMixer
 
@@ -188,7 +189,7 @@ class ShortConvolution(RecurrentMixer):
         """
         return None if value is None else _tokens_first(value).clone()
 
-    @EProperty(lambda envoy: envoy._op(envoy.GATED), "The window after this call's last token")
+    @EProperty(lambda envoy: envoy._op(envoy.GATED), "The window after this call's last token", off_the_graph=HANDED_ON)
     def state_output(self, value: Tensor) -> Window | None:
         """The window after this call's last token, ``[batch, kernel_size, channels]``: what the cache holds for the next call.
 
@@ -264,6 +265,9 @@ for _value in (
     ShortConvolution.conv_output,
 ):
     _value.postprocess(lambda envoy, value: _tokens_first(value))
+    # the view laid back out is what the module goes on with: the same storage (an in-place edit lands either way),
+    # and the module now computes from the served view, so a backward reaches it (value.grad is not None)
+    _value.transform(lambda envoy, view, served: _tokens_first(view))
 
 
 def _into_live_window(envoy: ShortConvolution, value: Tensor, missing: str) -> Tensor:

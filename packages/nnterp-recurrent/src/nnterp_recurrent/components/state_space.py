@@ -11,7 +11,7 @@ from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 from torch import Tensor
 
 from ..layouts import Gates, SSDHeadOutputs, SSDKeys, SSDQueries, SSDValues, State, States
-from ..reasons import needs_torch_kernels
+from ..reasons import HANDED_ON, needs_torch_kernels
 from .mixer import RecurrentMixer
 
 #: the chunk size a mixer was built with, kept on the module while chunk_per_token has it at 1
@@ -220,7 +220,7 @@ class StateSpace(RecurrentMixer):
             return f"source.{self.RECURRENT_KERNEL}.source.{self.KERNEL_BODY}.source.{self.UPDATED_STATE}.output"
         return f"source.{self.CHUNK_KERNEL}.output"
 
-    @EProperty(_state_output_key, "The state after this call's last token", unavailable=needs_torch_kernels)
+    @EProperty(_state_output_key, "The state after this call's last token", unavailable=needs_torch_kernels, off_the_graph=HANDED_ON)
     def state_output(self, value: Any) -> State | None:
         """The state after this call's last token, ``[batch, heads, state_dim, head_dim]``: what the cache receives.
 
@@ -366,7 +366,7 @@ for _value in (StateSpace.attention_queries, StateSpace.attention_keys, StateSpa
 def _gate_back(to_betas: Any) -> Any:
     def transform(envoy: StateSpace, view: Tensor, served: tuple[tuple, dict]) -> tuple[tuple, dict]:
         if not _edited(view):
-            return served
+            return _differentiated(envoy, served, to_betas(envoy, served, view))
         return envoy._dt_for(served, to_betas(envoy, served, view))
 
     def postprocess(envoy: StateSpace, value: Tensor) -> tuple[tuple, dict]:
@@ -374,6 +374,21 @@ def _gate_back(to_betas: Any) -> Any:
         return envoy._dt_for(served, to_betas(envoy, served, value))
 
     return transform, postprocess
+
+
+def _differentiated(envoy: StateSpace, served: tuple[tuple, dict], betas: Tensor) -> tuple[tuple, dict]:
+    """The kernel's own ``dt`` bit for bit, differentiated through the served gate: an unedited read put back.
+
+    ``dt`` is derived from the kernel's argument, so without this the kernel
+    computes beside the served tensor and no gradient reaches it; here the
+    forward goes on with the argument's exact values (``through -
+    through.detach()`` is zero) while autograd's record runs through ``betas``.
+    """
+    if not (torch.is_grad_enabled() and betas.requires_grad):
+        return served
+    dt = envoy._take(served, "dt")
+    through = envoy._take(envoy._dt_for(served, betas), "dt")
+    return envoy._put(served, "dt", dt.detach() + (through - through.detach()))
 
 
 def _betas_from_decays(envoy: StateSpace, inputs: tuple[tuple, dict], decays: Tensor) -> Tensor:
