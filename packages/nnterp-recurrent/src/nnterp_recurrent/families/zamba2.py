@@ -57,6 +57,10 @@ class Zamba2Layer(Layer):
     def read_beside_the_stream(self) -> str | None:
         return EMBEDDINGS_SHARED if self.index == 0 else None
 
+    def contributions(self) -> tuple[str, ...]:
+        """On a hybrid block the mixer's output alone: the shared transformer's output joins the mixer's input, not the stream."""
+        return ("linear_attn.attention_output",) if _hybrid(self) else super().contributions()
+
 
 class Zamba2SharedAttention(Attention):
     """The shared transformer's attention on a hybrid block: its interior; its output feeds the shared MLP."""
