@@ -1,11 +1,11 @@
 """The toolkit's mappings, proven on the checkpoint: TransformerLens's hook names and the cache's groups.
 
 ``nnterp.toolkit.names.HOOKS`` says which standard value holds each TransformerLens hook's tensor, and
-``cache_values`` reads a hook by its name in TransformerLens's layout. ``toolkit_names_read_their_values``
-reads every hook the table maps on this checkpoint through ``cache_values``, holds each to the standard value it claims
-(read by a trace of its own, laid out as TransformerLens lays the hook out, which this module says independently of
-the table) and holds the hooks to the identities TransformerLens's own satisfy. ``toolkit_groups_sum_to_the_stream``
-holds the cache's ``layers.*.contributions`` group and ``decompose_resid`` to the stream they decompose.
+``cache_values`` reads a hook by its name in TransformerLens's layout. ``toolkit_names_read_their_values`` reads, in
+one ``cache_values`` forward, every hook the table maps on this checkpoint and the standard value each names, holds
+the hook to that value laid out as TransformerLens lays the hook out (axes this module names apart from the table), and
+holds the hooks to the identities TransformerLens's own satisfy. ``toolkit_groups_sum_to_the_stream`` holds the
+cache's ``layers.*.contributions`` group and ``decompose_resid`` to the stream they decompose.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from nnsight.intervention.interleaver import OutOfOrderError
 
 from nnterp import Unavailable
 from nnterp import layouts
@@ -125,35 +124,6 @@ def to_transformer_lens(name: str, dims: tuple[str, ...] | None, value: torch.Te
     return value.permute(order)
 
 
-def read_standard(model: Any, batch: Any, names: list[str]) -> dict[str, torch.Tensor]:
-    """Each standard name of ``names`` (full names, in forward order) read on ``batch`` by one trace of the kit's own.
-
-    One worker in forward order; where the family serves its values in another order, one invoke per value.
-    """
-    from nnterp.toolkit.cache import _host
-
-    hosts = [_host(model, name) for name in names]
-
-    found: list[Any] = [None] * len(names)
-    try:
-        # as every other check reads: the prompts given to the trace itself
-        with torch.no_grad(), model.trace(batch):
-            for index, (host, value) in enumerate(hosts):
-                found[index] = getattr(host, value).detach().clone().save()
-    except OutOfOrderError:
-        with torch.no_grad(), model.trace() as tracer:
-            with tracer.invoke(batch):
-                pass
-            for index, (host, value) in enumerate(hosts):
-                with tracer.invoke():
-                    found[index] = getattr(host, value).detach().clone().save()
-    return dict(zip(names, found))
-
-
-def _block_of(name: str) -> int | None:
-    return int(name.split(".")[1]) if name.startswith("blocks.") else None
-
-
 def _is_parallel(block: Any) -> bool:
     """Whether the block's declarations say its sublayers read one stream (``layer_mid`` unavailable as ``PARALLEL``)."""
     from nnterp.reasons import PARALLEL
@@ -176,16 +146,15 @@ ATTENTION, MLP = "self_attn.attention_output", "mlp.mlp_output"
 def toolkit_names_read_their_values(model: Any, case: Case) -> str:
     """Every TransformerLens hook the table maps reads, through cache_values, its standard value in TransformerLens's layout, and the hooks satisfy TransformerLens's identities (resid_pre + attn_out == resid_mid, resid_mid + mlp_out == resid_post, z == pattern @ v, softmax(attn_scores) == pattern, mlp_in == resid_mid)."""
     from nnterp.toolkit import cache_values
-    from nnterp.toolkit.cache import expand_names
 
     hooks = mapped_hooks(model)
     if not all(isinstance(prompt, str) for prompt in case.prompts):
         raise Skip("needs text prompts: cache_values tokenizes them")
-    cache = cache_values(model, case.batch, list(hooks), batch_size=len(case.prompts), progress=False)
-    standards = expand_names(model, sorted(set(hooks.values())))
-    # the tokens cache_values read, as it gave them to the model: a vision wrapper's processor numbers a left-padded
-    # row's rotary positions otherwise from prompts given as strings (the layer outputs agree, the queries do not)
-    read = read_standard(model, {"input_ids": cache.input_ids, "attention_mask": cache.attention_mask}, standards)
+    standards = sorted(set(hooks.values()))
+    # one forward: each hook by its name, in TransformerLens's layout, and each standard value it names by the standard
+    # name, in the standard layout
+    cache = cache_values(model, case.batch, [*hooks, *standards], batch_size=len(case.prompts), progress=False)
+    read = {standard: cache[standard] for standard in standards}
     gaps = Gaps()
     for name, standard in hooks.items():
         served = cache[name]
