@@ -43,6 +43,9 @@ REFUTED = "_nnterp_refuted"
 _NONE: dict = {}
 
 
+#: ``_unserve``'s default: the element a value is served from, resolved when it is put back
+_READ_NOW = object()
+
 #: how many values the proof has withdrawn, on any model: what a memo of which values are available keys on
 _withdrawals = [0]
 
@@ -341,11 +344,12 @@ class EProperty(eproperty):
             return value
         raise IndexError(f"{self.name}: element {select} of a {type(value).__name__}, which has one")
 
-    def _unserve(self, obj: Any, raw: Any, last: str, value: Any) -> Any:
-        """``value`` put back where it was served from in ``raw``."""
+    def _unserve(self, obj: Any, raw: Any, last: str, value: Any, select: Any = _READ_NOW) -> Any:
+        """``value`` put back where it was served from in ``raw`` (at ``select``, where the read resolved it already)."""
         if last == "input":
             return replace_first_input(*raw, value)
-        select = self.select(obj) if callable(self.select) else self.select
+        if select is _READ_NOW:
+            select = self.select(obj) if callable(self.select) else self.select
         if select is None:
             return value
         if last == "inputs":
@@ -461,7 +465,8 @@ class EProperty(eproperty):
             if held:
                 mediator.transform = WriteBack(lambda: raw, shown, self, location, occurrence)
             return shown
-        write_back = partial(self._write_back, obj, value, served, raw, last)
+        select = self.select(obj) if callable(self.select) else self.select
+        write_back = partial(self._write_back, obj, value, served, raw, last, select)
         mediator.transform = WriteBack(write_back, value, self, location, occurrence)
         return value
 
@@ -469,8 +474,10 @@ class EProperty(eproperty):
         """An untransformed read's value in the layout the user sees: as the preprocess left it (``TokenEProperty`` unflattens it)."""
         return value
 
-    def _write_back(self, obj: Any, view: Any, served: Any, raw: Any, last: str) -> Any:
-        return self._unserve(obj, raw, last, self._transform(obj, view, served))
+    def _write_back(self, obj: Any, view: Any, served: Any, raw: Any, last: str, select: Any = _READ_NOW) -> Any:
+        # the element the read took: a write-back is flushed when the worker next asks, under tracer.iter
+        # possibly on the next call already, where a select that depends on the call would name another element
+        return self._unserve(obj, raw, last, self._transform(obj, view, served), select)
 
     def _shown(self, obj: Any, raw: Any, last: str) -> Any:
         """What a read of this value returns from ``raw``, the location's value (a write must match it)."""

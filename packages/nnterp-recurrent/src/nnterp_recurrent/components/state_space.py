@@ -190,7 +190,7 @@ class StateSpace(RecurrentMixer):
         ``A``; an assignment or in-place edit is carried back into ``dt``, so
         the scan computes the assigned decay (and the matching ``betas``).
         """
-        return _unedited(self._rates(value) * self._betas_of(value).float())
+        return _read_on(self, _unedited(self._rates(value) * self._betas_of(value).float()), "decays")
 
     @EProperty(RecurrentMixer.kernel_at("inputs"), "dt: how strongly each token writes into the state")
     def betas(self, value: tuple[tuple, dict]) -> Gates:
@@ -200,7 +200,7 @@ class StateSpace(RecurrentMixer):
         clamped to the mixer's ``dt_limit`` on a prompt). An assignment or
         in-place edit is carried back into ``dt``.
         """
-        return _unedited(self._betas_of(value))
+        return _read_on(self, _unedited(self._betas_of(value)), "betas")
 
     @EProperty(RecurrentMixer.kernel_at("inputs"), "The state this call starts from")
     def state_input(self, value: tuple[tuple, dict]) -> State | None:
@@ -352,6 +352,12 @@ def _unedited(value: Tensor) -> Tensor:
     return value
 
 
+def _read_on(envoy: StateSpace, value: Tensor, gate: str) -> Tensor:
+    # which gate, and the kernel it was read at: its write-back may run once the worker is on the next call
+    value._nnterp_kernel, value._nnterp_gate = envoy.kernel(), gate
+    return value
+
+
 def _edited(view: Tensor) -> bool:
     unedited = getattr(view, "_nnterp_unedited", None)
     return unedited is None or not torch.equal(view, unedited)
@@ -366,7 +372,7 @@ for _value in (StateSpace.attention_queries, StateSpace.attention_keys, StateSpa
 def _gate_back(to_betas: Any) -> Any:
     def transform(envoy: StateSpace, view: Tensor, served: tuple[tuple, dict]) -> tuple[tuple, dict]:
         if not _edited(view):
-            return _differentiated(envoy, served, to_betas(envoy, served, view))
+            return _differentiated(envoy, served, view)
         return envoy._dt_for(served, to_betas(envoy, served, view))
 
     def postprocess(envoy: StateSpace, value: Tensor) -> tuple[tuple, dict]:
@@ -376,19 +382,39 @@ def _gate_back(to_betas: Any) -> Any:
     return transform, postprocess
 
 
-def _differentiated(envoy: StateSpace, served: tuple[tuple, dict], betas: Tensor) -> tuple[tuple, dict]:
-    """The kernel's own ``dt`` bit for bit, differentiated through the served gate: an unedited read put back.
+def _differentiated(envoy: StateSpace, served: tuple[tuple, dict], view: Tensor) -> tuple[tuple, dict]:
+    """The kernel's own ``dt`` bit for bit, differentiated through the served gate (``betas``, or ``decays``): an
+    unedited read put back.
 
     ``dt`` is derived from the kernel's argument, so without this the kernel
     computes beside the served tensor and no gradient reaches it; here the
     forward goes on with the argument's exact values (``through -
-    through.detach()`` is zero) while autograd's record runs through ``betas``.
+    through.detach()`` is zero) while autograd's record runs through the gate.
+    A prompt's chunk kernel only: worked out with its argument positions, not
+    ``decoding()``, since the write-back may run once the worker is on the next
+    call; a decode step's gate is put back as it was.
     """
-    if not (torch.is_grad_enabled() and betas.requires_grad):
+    kernel = getattr(view, "_nnterp_kernel", None)
+    if not (torch.is_grad_enabled() and view.requires_grad) or kernel != envoy.CHUNK_KERNEL:
         return served
-    dt = envoy._take(served, "dt")
-    through = envoy._take(envoy._dt_for(served, betas), "dt")
-    return envoy._put(served, "dt", dt.detach() + (through - through.detach()))
+    args, kwargs = served
+
+    def take(name: str) -> Any:
+        where = envoy.CHUNK_ARGUMENTS[name]
+        return args[where] if isinstance(where, int) else kwargs.get(where)
+
+    dt, bias, rates = take("dt"), take("dt_bias"), take("A")
+    betas = view.float()
+    if getattr(view, "_nnterp_gate", None) == "decays":
+        betas = betas / (rates[:, 0, 0] if rates.dim() == 3 else rates).float()
+    through = betas + torch.log(-torch.expm1(-betas)) if kwargs.get("dt_softplus", False) else betas
+    if bias is not None:
+        through = through - bias.float()
+    where = envoy.CHUNK_ARGUMENTS["dt"]
+    dt = dt.detach() + (through - through.detach()).to(dt.dtype)
+    if isinstance(where, int):
+        return (*args[:where], dt, *args[where + 1 :]), kwargs
+    return args, {**kwargs, where: dt}
 
 
 def _betas_from_decays(envoy: StateSpace, inputs: tuple[tuple, dict], decays: Tensor) -> Tensor:
