@@ -129,6 +129,13 @@ def _window_before_the_conv() -> object:
     return ShortConvolution.state_output.at(lambda envoy: envoy._op(envoy.CONV_INPUT))
 
 
+def _view_beside(value: EProperty) -> EProperty:
+    """``value`` served as its view alone, its write-back dropped: the kernel goes on with its own argument."""
+    dropped = value.at()
+    dropped._transform = None
+    return dropped
+
+
 def _lru_states_one_token_early(self):
     # each token served the state it starts from: the one before, zeros before the first
     states = RealGatedLRU._states(self)
@@ -160,6 +167,8 @@ def family_mutants() -> list[Mutant]:
         return Mutant(f"{checkpoint}: {what}", checkpoint, {module: component}, check, message, reason)
 
     swapped = "C served as B and B as C: one group each, so the shapes agree"
+    beside = ("C served as a transposed view of the kernel's argument that the kernel never reads: edits land through "
+              "the storage, but no gradient reaches the view (shipped, then fixed)")
     return [
         mutant("mamba", "head outputs after the silu(z) gate", MambaMixer, GatedScanOutput, "head_outputs_read_the_states",
                READ_RULE, "y read where the scan has multiplied it by silu(z), one operation after C . h + D * x"),
@@ -168,6 +177,9 @@ def family_mutants() -> list[Mutant]:
         mutant("mamba", "queries and keys swapped", MambaMixer,
                moved(SelectiveScan, swapped, attention_queries="attention_keys", attention_keys="attention_queries"),
                "states_follow_the_rule", STATE_RULE, swapped),
+        mutant("mamba", "queries served beside the kernel", MambaMixer,
+               moved(SelectiveScan, beside, attention_queries=_view_beside(SelectiveScan.attention_queries)),
+               "interior_gradients_are_derivatives", "is not on the path", beside),
         mutant("mamba", "betas before the softplus", MambaMixer, StepsBeforeSoftplus, "states_follow_the_rule", STATE_RULE,
                "the step size taken from the kernel's dt argument, which the kernel passes through a softplus first"),
         mutant("mamba2", "queries and keys swapped", Mamba2Mixer,

@@ -8,6 +8,9 @@ mistakes their arithmetic invites. A survivor is a failing test, fixed by a stro
 import torch
 from nnterp import Attention, Layer
 from nnterp_conformance.mutants import Mutant, hooks_path_mutants, killed, moved, multi_stream_mutants, standard_mutants, toolkit_mutants
+from nnterp_conformance.mutants import _detached
+from nnterp.components.mlp import Mlp
+from transformers.models.llama.modeling_llama import LlamaMLP
 from transformers.models.beam.modeling_beam import BeamAttention as BeamModule
 from transformers.models.doge.modeling_doge import DogeDecoderLayer
 from transformers.models.falcon.modeling_falcon import FalconAttention as FalconModule
@@ -117,6 +120,21 @@ def _put_back_as_it_was(value):
     return kept
 
 
+def _mixing_put_back_as_it_was(value):
+    """Gemma 3n's prediction mixing whose unedited read hands the model its own coefficients back, gradient_through dropped."""
+    kept = value.at()
+    subtracted = kept._transform
+
+    def write_back(envoy, view, served):
+        original, unedited = getattr(view, "_nnterp_mixed_from", (None, None))
+        if original is not None and torch.equal(view, unedited):
+            return original
+        return subtracted(envoy, view, served)
+
+    kept._transform = write_back
+    return kept
+
+
 def family_mutants() -> list[Mutant]:
     """The mistakes particular families invite, each against the real component it would corrupt."""
     gemma_layer = GEMMA2.envoys.get("layers.*", Layer)
@@ -201,6 +219,18 @@ def family_mutants() -> list[Mutant]:
             "opt: layer_mid read at the final norm's flat input", "opt",
             {OPTDecoderLayer: moved(OPTLayer, flat_mid, layer_mid=token_flat(Layer.layer_mid, "final_layer_norm.input"))},
             "gradients_are_derivatives", "is not on the path", flat_mid,
+        ),
+        Mutant(
+            "llama: mlp_neurons served detached", "llama",
+            {LlamaMLP: moved(Mlp, "neurons off the graph", mlp_neurons=_detached(Mlp.mlp_neurons))},
+            "interior_gradients_are_derivatives", "is not on the path",
+            "mlp_neurons served as value.detach(): the same numbers and storage, so sums and in-place edits hold, but no gradient reaches it",
+        ),
+        Mutant(
+            "gemma3n_text: prediction mixing put back off the graph", "gemma3n_text",
+            {Gemma3nTextDecoderLayer: moved(AltUpLayer, "mixing without gradient_through", attention_stream_mixing=_mixing_put_back_as_it_was(AltUpLayer.attention_stream_mixing))},
+            "interior_gradients_are_derivatives", "is not on the path",
+            "the mixing's unedited read put back as the model's own coefficients, without gradient_through: right values, but the served mixing is off the graph",
         ),
         Mutant(
             "llama: keys read before the rotary embedding", "llama",
