@@ -396,11 +396,20 @@ def weak_section(weak: dict[str, str]) -> list[str]:
     return lines + [f"| {model_type} | {_text(reason)} |" for model_type, reason in sorted(shown.items())]
 
 
-#: the identities that tie a sublayer's interior values to each other, by what they are about
+#: the identities that tie the values inside a block, a tower or a mapping to each other, by what they are about
 INTERIOR = {
     "attention": ("scores_are_queries_against_keys", "head_outputs_are_pattern_against_values", "norm_outputs_feed_the_sublayers"),
-    "recurrent mixer": ("states_follow_the_rule", "head_outputs_read_the_states", "written_states_land"),
-    "vision tower": ("vision_scores_are_queries_against_keys", "vision_head_outputs_are_pattern_against_values"),
+    "gradients": ("interior_gradients_are_derivatives",),
+    "recurrent mixer": ("states_follow_the_rule", "head_outputs_read_the_states", "written_states_land", "state_output_is_the_last_state"),
+    "vision tower": (
+        "vision_scores_are_queries_against_keys",
+        "vision_head_outputs_are_pattern_against_values",
+        "vision_mid_stream",
+        "vision_neurons_make_contribution",
+        "vision_norm_outputs_feed_the_sublayers",
+    ),
+    "projector": ("projector_maps_its_input", "projector_reads_the_selected_stream"),
+    "toolkit's mappings": ("toolkit_names_read_their_values", "toolkit_groups_sum_to_the_stream"),
 }
 
 
@@ -411,7 +420,7 @@ def interior_section(rows: list[dict[str, Any]]) -> list[str]:
         "",
         "## Interior identities",
         "",
-        "Each identity ties a sublayer's interior values to each other (see [Adding a family](adding-a-family.md#reading-a-failing-check)): "
+        "Each identity ties values inside a sublayer, a tower block, the projector or the toolkit's mappings to each other, or a value to its gradient (see [Adding a family](adding-a-family.md#reading-a-failing-check)): "
         + "; ".join(f"{what}: {', '.join(f'`{name}`' for name in group)}" for what, group in INTERIOR.items())
         + ". A cell is *holds*, the reason the identity skips there, or a dash where the checkpoint has no such part.",
         "",
