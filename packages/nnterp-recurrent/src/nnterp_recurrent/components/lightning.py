@@ -239,6 +239,13 @@ class LightningAttention(TokenPinnedMixer):
 
     attention_head_outputs.postprocess(attention_queries._postprocess)
 
+    # A transposed view the forward never reads afterwards: the loops (and the norm, for the heads) go on with the
+    # tensor it was taken from, so no gradient would reach it. The view laid back out is what the forward goes on
+    # with: the same storage and numbers (an in-place edit lands either way), and a backward now reaches the served view.
+    for _value in (attention_queries, attention_keys, attention_values, attention_head_outputs):
+        _value.transform(lambda envoy, view, served: view.transpose(1, 2))
+    del _value
+
     # -- the state after each token ------------------------------------------------------
 
     def _state_at(self, kernel: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator
 
+import torch
 from jaxtyping import Float
 from nnterp import DerivedEProperty, EProperty
 from nnterp.layouts import BATCH, SEQ, declare
@@ -139,14 +140,31 @@ class RealGatedLRU(TokenPinnedMixer):
 
         Read as the scan applies it, after the reset: ``-inf`` where a sequence
         starts (nothing kept). The state is multiplied by ``exp(decays)``
-        before the token writes. An assignment is laid back as ``exp`` of it
-        (in-place edits of the log do not reach).
+        before the token writes. An assignment, or an in-place edit of the
+        log, is laid back as ``exp`` of it; an unedited read hands the scan its
+        own gate bit for bit, differentiated through the served log, so a
+        backward reaches it (``decays.grad`` is the metric's derivative).
         """
-        return value.log()
+        kept = value > 0
+        # log(0) is -inf as value.log() serves it, but with no 0/0 in its backward (a NaN upstream of the reset)
+        served = torch.where(kept, torch.where(kept, value, torch.ones_like(value)).log(), float("-inf"))
+        served._nnterp_unedited = served.detach().clone()
+        return served
 
     @decays.postprocess
     def decays(self, value: Tensor) -> Tensor:
         return value.exp()
+
+    @decays.transform
+    def decays(self, view: Tensor, served: Tensor) -> Tensor:
+        # the scan multiplies by the gate, not its log: the log the user holds is not what it computes with
+        unedited = getattr(view, "_nnterp_unedited", None)
+        if unedited is None or not torch.equal(view, unedited):
+            return view.exp().to(served.dtype)
+        if not (torch.is_grad_enabled() and view.requires_grad):
+            return served
+        through = view.exp().to(served.dtype)
+        return served.detach() + (through - through.detach())
 
     @EProperty(_op("{lru}.source.{scan}.inputs"), "The state this call starts from")
     def state_input(self, value: Any) -> LruState | None:
