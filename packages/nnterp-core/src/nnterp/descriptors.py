@@ -466,12 +466,18 @@ class EProperty(eproperty):
                 mediator.transform = WriteBack(lambda: raw, shown, self, location, occurrence)
             return shown
         select = self.select(obj) if callable(self.select) else self.select
+        value = self._held(obj, location, value)
         write_back = partial(self._write_back, obj, value, served, raw, last, select)
         mediator.transform = WriteBack(write_back, value, self, location, occurrence)
         return value
 
     def _laid_out_for_user(self, obj: Any, location: str, last: str, raw: Any, served: Any, value: Any) -> Any:
         """An untransformed read's value in the layout the user sees: as the preprocess left it (``TokenEProperty`` unflattens it)."""
+        return value
+
+    def _held(self, obj: Any, location: str, value: Any) -> Any:
+        """What a transformed read's worker holds and its write-back is handed: the preprocess's value (``TokenEProperty``
+        hands a flat view of the rows it serves, so that a write-back computed from it is computed from them)."""
         return value
 
     def _write_back(self, obj: Any, view: Any, served: Any, raw: Any, last: str, select: Any = _READ_NOW) -> Any:
@@ -609,7 +615,41 @@ class TokenEProperty(EProperty):
         if self._transform is None:
             return super()._read(obj, sharded)  # laid out (and differentiated through) by _laid_out_for_user
         location, _ = self._locate(obj)
-        return self._as_shown(obj, self._invoke_rows(location, super()._read(obj, sharded)))
+        held = super()._read(obj, sharded)
+        shown = getattr(held, "_nnterp_shown", None)
+        return shown if shown is not None else self._as_shown(obj, self._invoke_rows(location, held))
+
+    def _held(self, obj: Any, location: str, value: Any) -> Any:
+        """The flat tensor the write-back is handed, as a view of the rows served, so a backward reaches them.
+
+        The rows are a view of the preprocess's flat tensor: a write-back
+        computed from that tensor (``scaled``'s, ``gradient_through``) is
+        computed beside the rows the user holds, and no gradient reaches them.
+        Handed the rows laid back out instead (the same storage and numbers,
+        what the preprocess noted on its tensor kept), the model's tensor is
+        computed from the rows served; a repeated read before the flush is
+        answered with the same rows. Left as it is under several invokes (each
+        serves a slice of the batch), without gradients, or where the rows are
+        no view of it in that shape.
+        """
+        if not (torch.is_grad_enabled() and isinstance(value, torch.Tensor) and value.requires_grad):
+            return value
+        if getattr(value, "_nnsight_batch", False):
+            return value
+        shown = self._as_shown(obj, self._invoke_rows(location, value))
+        if shown is value:
+            return value
+        if not self._laid_out(value):
+            total, start, size = self._rows(location, value)
+            if size != total:
+                return value
+        try:
+            through = self._as_held(obj, shown).view(value.shape)
+        except RuntimeError:
+            return value
+        through.__dict__.update(value.__dict__)
+        through._nnterp_shown = shown
+        return through
 
     def _as_shown(self, obj: Any, rows: Any) -> Any:
         """This invoke's rows as the user sees them (a view); ``_as_held`` is its inverse, back to the rows' layout."""

@@ -15,8 +15,12 @@ output is added to that sum in place. So:
   the expert's input, not its output, and the outputs are held per expert
   over all tokens, not per slot;
 - ``routed_output`` is the sum over experts, ``shared_expert_output`` the
-  shared expert's output (the block adds the sum into that very tensor: clone
-  it to keep it).
+  shared expert's output. The mixture adds the sum into that very tensor in
+  place, which would rebase a view of it onto the sum (no gradient reaching the
+  rows served, their numbers turned into the mixture's output): the mixture is
+  handed the shared expert's numbers as a tensor of their own, differentiated
+  through the rows served (``gradient_through``), so the value read keeps the
+  shared expert's output and a backward reaches it; edits land as on any value.
 
 The mixture returns ``(out, router_logits)`` with ``out`` flat over tokens,
 so ``mlp_output`` is served as ``[batch, seq, hidden]`` like the routing values.
@@ -25,6 +29,7 @@ so ``mlp_output`` is served as ``[batch, seq, hidden]`` like the routing values.
 from torch import Tensor
 
 from nnterp import Moe, TinyConfig, TokenEProperty
+from nnterp.descriptors import gradient_through
 from nnterp.families import default
 from nnterp.layouts import Residual
 
@@ -65,6 +70,15 @@ class Llama4Moe(Moe):
     expert_weights = Moe.expert_weights.at(unavailable=_mixed(INPUT_SCALED))
     expert_outputs = Moe.expert_outputs.at(unavailable=_mixed(PER_EXPERT))
     routed_output = Moe.routed_output.at("source.sum_0.output")
+    shared_expert_output = Moe.shared_expert_output.at()
+
+    @shared_expert_output.transform
+    def shared_expert_output(self, view: Tensor, served: Tensor) -> Tensor:
+        # ``out = self.shared_expert(...)`` then ``out.add_(routed sum)``: an in-place add on a view of the served rows
+        # rebases it onto the flat tensor, beside the rows. A tensor of its own (the model's numbers, edits included,
+        # as the rows share its storage) differentiated through the rows is added into instead; a copy without gradients.
+        through = gradient_through(served, view, 1.0)
+        return served.clone() if through is served else through
 
 
 FAMILY = default.FAMILY.replace(
