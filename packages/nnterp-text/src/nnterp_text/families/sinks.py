@@ -65,6 +65,12 @@ class ScaledSinkAttention(Attention):
         # an assignment is laid back out heads first, as the matmul returned it
         return seq_first(value)
 
+    @ungated_head_outputs.transform
+    def ungated_head_outputs(self, view: Tensor, served: Tensor) -> Tensor:
+        # the view laid back out heads first is what the interface goes on with: the same storage (an in-place edit
+        # lands either way), and the sink's scaling now computes from the served view, so a backward reaches it
+        return seq_first(view)
+
     @property
     def sink_logits(self) -> Any:
         """The sink logit of each head, ``[num_heads]``, that scales its output by ``sigmoid(logsumexp(scores) - sink)``."""
