@@ -538,10 +538,12 @@ def gradient_through(original: Any, view: Any, factor: float) -> Any:
     view.detach()`` is zero), but where autograd records, the gradient reaches
     the model's tensor through the served ``view``, so ``view.grad`` in a
     backward is the metric's derivative with respect to the value as served.
+    The result keeps ``original``'s dtype where the view is served in another
+    (Gemma 3n's float32 mixing on a bfloat16 load).
     """
     if not (torch.is_grad_enabled() and getattr(view, "requires_grad", False)):
         return original
-    return original.detach() + (view - view.detach()) / factor
+    return original.detach() + ((view - view.detach()) / factor).to(original.dtype)
 
 
 def _rebuilt(cls: type, state: dict) -> "EProperty":
