@@ -162,7 +162,13 @@ def test_the_barrier_form_patches_across_invokes(model):
 # -- 4, 5. gradients ---------------------------------------------------------------------------
 
 
-def test_gradients_read_in_forward_order_say_backward_order_and_name_both(model):
+@pytest.mark.parametrize("bridged", [False, True], ids=["plain", "tensor-parallel bridge installed"])
+def test_gradients_read_in_forward_order_say_backward_order_and_name_both(model, bridged):
+    if bridged:
+        # its Tensor.grad getter (argument `tensor`) is the innermost frame: the names are still the user's
+        from nnterp._tensor_parallel import bridge
+
+        bridge()
     with pytest.raises(GradientOrder) as raised:
         with model.trace(PROMPT):
             early = model.layers[0].layer_output

@@ -209,7 +209,7 @@ def _before_barrier(error: NameError, mediators: list) -> BaseException | None:
     if reader is None or binder is None:
         return None
     bound = _assigned(mediators[binder].node, name) or "..."
-    frame, line = _innermost(error)
+    frame, line = _innermost(error, mediators)
     use = linecache.getline(frame.f_code.co_filename, line).strip() if frame is not None else ""
     blocks = {binder: [f"{name} = {bound}", "barrier()"], reader: ["barrier()", use or f"... {name} ..."]}
     fix = ["    with model.trace() as tracer:", "        barrier = tracer.barrier(2)"]
@@ -255,7 +255,7 @@ def _gradient_order(error: BaseException, mediators: list) -> BaseException | No
     if found is None:
         return None
     wanted = int(found.group(1))
-    frame, line = _innermost(error)
+    frame, line = _innermost(error, mediators)
     scopes = [frame.f_locals] if frame is not None else []
     scopes += [mediator.lcls for mediator in mediators]
     name, tensor = _by_id(scopes, wanted)
@@ -277,12 +277,21 @@ def _gradient_order(error: BaseException, mediators: list) -> BaseException | No
     )
 
 
-def _innermost(error: BaseException) -> tuple[Any, int]:
+def _innermost(error: BaseException, mediators: list) -> tuple[Any, int]:
+    """The innermost frame the error passed through in the file the trace was written in (the user's line), and its line.
+
+    A library frame deeper down (a patched ``Tensor.grad`` getter with a
+    ``tensor`` argument) holds none of the user's names.
+    """
     trace = getattr(error, "__intervention_tb__", None) or error.__traceback__
-    last = None
+    files = {mediator.code.co_filename for mediator in mediators}
+    last = user = None
     while trace is not None:
         last, trace = trace, trace.tb_next
-    return (None, 0) if last is None else (last.tb_frame, last.tb_lineno)
+        if last.tb_frame.f_code.co_filename in files:
+            user = last
+    found = user or last
+    return (None, 0) if found is None else (found.tb_frame, found.tb_lineno)
 
 
 def _by_id(scopes: list, wanted: int) -> tuple[str | None, Any]:
