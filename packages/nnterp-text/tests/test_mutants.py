@@ -105,31 +105,17 @@ def _without_write_back(value):
     return dropped
 
 
-def _put_back_as_it_was(value):
-    """A scaled contribution whose unedited read hands the model its own tensor back, off the served product's record."""
+def _put_back_as_it_was(value, marker="_nnterp_scaled_from"):
+    """A value whose unedited read hands the model its own tensor back (``gradient_through`` dropped), off the served
+    tensor's record; ``marker`` is the attribute its read leaves on the view (a scaled contribution's by default)."""
     kept = value.at()
-    divided = kept._transform
+    written = kept._transform
 
     def write_back(envoy, view, served):
-        original, unedited = getattr(view, "_nnterp_scaled_from", (None, None))
+        original, unedited = getattr(view, marker, (None, None))
         if original is not None and torch.equal(view, unedited):
             return original
-        return divided(envoy, view, served)
-
-    kept._transform = write_back
-    return kept
-
-
-def _mixing_put_back_as_it_was(value):
-    """Gemma 3n's prediction mixing whose unedited read hands the model its own coefficients back, gradient_through dropped."""
-    kept = value.at()
-    subtracted = kept._transform
-
-    def write_back(envoy, view, served):
-        original, unedited = getattr(view, "_nnterp_mixed_from", (None, None))
-        if original is not None and torch.equal(view, unedited):
-            return original
-        return subtracted(envoy, view, served)
+        return written(envoy, view, served)
 
     kept._transform = write_back
     return kept
@@ -228,7 +214,7 @@ def family_mutants() -> list[Mutant]:
         ),
         Mutant(
             "gemma3n_text: prediction mixing put back off the graph", "gemma3n_text",
-            {Gemma3nTextDecoderLayer: moved(AltUpLayer, "mixing without gradient_through", attention_stream_mixing=_mixing_put_back_as_it_was(AltUpLayer.attention_stream_mixing))},
+            {Gemma3nTextDecoderLayer: moved(AltUpLayer, "mixing without gradient_through", attention_stream_mixing=_put_back_as_it_was(AltUpLayer.attention_stream_mixing, "_nnterp_mixed_from"))},
             "interior_gradients_are_derivatives", "is not on the path",
             "the mixing's unedited read put back as the model's own coefficients, without gradient_through: right values, but the served mixing is off the graph",
         ),

@@ -40,24 +40,32 @@ def _up_first(mlp: Any) -> bool:
     return up is not None and act is not None and up < act
 
 
+def mlp_parts(mlp: Any, parts: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """Inside a trace: ``mlp``'s ``parts`` of the MLP identity (``activation``, ``up``, ``neurons``), read in the order the MLP computes them.
+
+    ``neurons`` brings ``projected`` (``down_proj`` called again on them) and
+    ``output`` (what ``down_proj`` returned in the run) along.
+    """
+    found: dict[str, torch.Tensor] = {}
+    first = _up_first(mlp)
+    if "up" in parts and first:
+        found["up"] = _up_half(mlp)
+    if "activation" in parts:
+        found["activation"] = mlp.mlp_activation.detach().clone()
+    if "up" in parts and not first:
+        found["up"] = _up_half(mlp)
+    if "neurons" in parts:
+        neurons = mlp.mlp_neurons
+        found["neurons"] = neurons.detach().clone()
+        found["projected"] = mlp.down_proj(neurons).detach().clone()
+        found["output"] = mlp.down_proj.output.detach().clone()
+    return found
+
+
 def _neurons_run(model: Any, case: Case, layer: int, parts: tuple[str, ...]) -> dict[str, torch.Tensor]:
     """Block ``layer``'s ``parts`` of the MLP identity (``activation``, ``up``, ``neurons``) in one trace, in the order the MLP computes them."""
-    found: dict[str, torch.Tensor] = {}
     with torch.no_grad(), model.trace(case.batch):
-        mlp = model.layers[layer].mlp
-        first = _up_first(mlp)
-        if "up" in parts and first:
-            found["up"] = _up_half(mlp)
-        if "activation" in parts:
-            found["activation"] = mlp.mlp_activation.detach().clone()
-        if "up" in parts and not first:
-            found["up"] = _up_half(mlp)
-        if "neurons" in parts:
-            neurons = mlp.mlp_neurons
-            found["neurons"] = neurons.detach().clone()
-            found["projected"] = mlp.down_proj(neurons).detach().clone()
-            found["output"] = mlp.down_proj.output.detach().clone()
-        found = nnsight.save(found)
+        found = nnsight.save(mlp_parts(model.layers[layer].mlp, parts))
     return dict(found)
 
 

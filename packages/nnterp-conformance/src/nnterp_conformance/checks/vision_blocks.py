@@ -96,27 +96,13 @@ def vision_mid_stream(model: Any, case: Case) -> str:
 
 def _neurons(model: Any, case: Case, layers: list[int], parts: tuple[str, ...]) -> dict[int, dict[str, torch.Tensor]]:
     """Each tower block of ``layers``: its ``parts`` of the MLP identity (``activation``, ``up``, ``neurons``), in one trace, in the MLP's order."""
-    from .mlp import _up_first, _up_half
+    from .mlp import mlp_parts
 
     prompts, images = image_inputs(model, case)
     with torch.no_grad(), model.trace(prompts, images=images):
         everything = nnsight.save({})
         for layer in layers:
-            mlp = model.vision.layers[layer].mlp
-            first = _up_first(mlp)
-            found: dict[str, torch.Tensor] = {}
-            if "up" in parts and first:
-                found["up"] = _up_half(mlp)
-            if "activation" in parts:
-                found["activation"] = mlp.mlp_activation.detach().clone()
-            if "up" in parts and not first:
-                found["up"] = _up_half(mlp)
-            if "neurons" in parts:
-                neurons = mlp.mlp_neurons
-                found["neurons"] = neurons.detach().clone()
-                found["projected"] = mlp.down_proj(neurons).detach().clone()
-                found["output"] = mlp.down_proj.output.detach().clone()
-            everything[layer] = found
+            everything[layer] = mlp_parts(model.vision.layers[layer].mlp, parts)
     return dict(everything)
 
 
