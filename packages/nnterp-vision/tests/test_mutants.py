@@ -32,6 +32,12 @@ def _projector_one_block_late() -> type:
     return moved(Projector, "projector_input read at the tower's last block", called="ProjectorOneBlockLate", projector_input=late(projector_input))
 
 
+def _projector_output_before_its_activation() -> type:
+    """LLaVA's projector with ``projector_output`` read at ``linear_1``'s output: the width it returns, before GELU and ``linear_2``."""
+    early = Projector.projector_output.at("linear_1.output")
+    return moved(Projector, "projector_output read at the first linear layer", called="ProjectorOutputTooEarly", projector_output=early)
+
+
 def block_mutants() -> list[Mutant]:
     """The CLIP tower's block values and the projector's input misread, each killed by the check of its identity."""
     return [
@@ -46,6 +52,13 @@ def block_mutants() -> list[Mutant]:
         Mutant("llava: projector input read one block late", "llava", {"projector": _projector_one_block_late()},
                "projector_reads_the_selected_stream", "against projector_input",
                "projector_input read at the tower's last block, where LLaVA takes hidden_states[-2] (vision_feature_layer=-2)"),
+        Mutant("llava: projector output read before its activation", "llava", {"projector": _projector_output_before_its_activation()},
+               "projector_maps_its_input", "projector called on projector_input against projector_output",
+               "projector_output read at linear_1's output, before the GELU and linear_2: the text width either way, the input still right"),
+        Mutant("llava: tower mlp_norm_output read at the attention's norm", "llava",
+               {CLIPEncoderLayer: moved(VisionLayer, "mlp_norm_output at layer_norm1's output", mlp_norm_output="attention_norm_output")},
+               "vision_norm_outputs_feed_the_sublayers", "mlp_norm_output against what mlp is called with",
+               "mlp_norm_output pointed at layer_norm1 (CLIP's two norms, the first taken for the second): the same layout, the attention's input"),
     ]
 
 
