@@ -222,7 +222,12 @@ def read_whole(prop: Any, envoy: Any, value: Any, plain: bool) -> Any:
 
     def write_back() -> Any:
         if differentiated:
-            value.copy_(found.local(_SumGradients.apply(whole, found.mesh.get_group())))
+            local = found.local(_SumGradients.apply(whole, found.mesh.get_group()))
+            if plain and _holds(location := held.fn(), value):
+                # the location takes the piece in place of the model's tensor: copied into it, a result its own op
+                # saved for the backward (a softmax's probabilities) would be modified in place and the backward refused
+                return _replaced(location, value, local)
+            value.copy_(local)
             return held.fn()
         local = found.local(whole)
         edited = not torch.equal(whole, before) if before is not None else not torch.equal(local, value)
@@ -232,6 +237,27 @@ def read_whole(prop: Any, envoy: Any, value: Any, plain: bool) -> Any:
 
     mediator.transform = WriteBack(write_back, whole, prop, held.location, held.occurrence)
     return whole
+
+
+def _holds(found: Any, old: torch.Tensor) -> bool:
+    """Whether ``found`` (a location's value) is ``old`` itself or holds it among its items (a view of it is not)."""
+    if found is old:
+        return True
+    if isinstance(found, dict):
+        found = list(found.values())
+    return isinstance(found, (list, tuple)) and any(_holds(item, old) for item in found)
+
+
+def _replaced(found: Any, old: torch.Tensor, new: torch.Tensor) -> Any:
+    """``found`` (a location's value: a tensor, or the call's arguments around one) with ``old`` itself swapped for ``new``."""
+    if found is old:
+        return new
+    if isinstance(found, (list, tuple)):
+        items = [_replaced(item, old, new) for item in found]
+        return type(found)(*items) if hasattr(found, "_fields") else type(found)(items)
+    if isinstance(found, dict):
+        return {key: _replaced(item, old, new) for key, item in found.items()}
+    return found
 
 
 class _SumGradients(torch.autograd.Function):
