@@ -176,6 +176,28 @@ class EProperty(eproperty):
         found.name, found.__doc__ = self.name, compute.__doc__ or self.__doc__
         return found
 
+    def laid_back(self, lay: Callable[[Any, Any, Any], Any] | None = None) -> "EProperty":
+        """This value, the view a read serves handed back to the model laid out as it holds it: the forward goes on from it.
+
+        A preprocess that serves a new view of the model's tensor (an
+        unsqueeze, a flatten, a transpose) leaves the view beside the graph:
+        the model computes with its own tensor, so no gradient reaches what the
+        user holds. Laid back out by ``lay(envoy, view, served)`` (the
+        postprocess by default) and swapped in when the worker moves on, it is
+        the same storage and numbers, in-place edits included, and
+        ``value.grad`` in a ``backward()`` is the metric's derivative.
+        """
+        moved = self.at()
+        back = self._postprocess
+
+        def write_back(envoy: Any, view: Any, served: Any) -> Any:
+            if lay is not None:
+                return lay(envoy, view, served)
+            return back(envoy, view) if back is not None else view
+
+        moved._transform = write_back
+        return moved
+
     def scaled(self, factor: Callable[[Any], float], **changes: Any) -> "EProperty":
         """This value times ``factor(envoy)``: a sublayer whose output the block scales before adding it.
 

@@ -102,7 +102,8 @@ def features_returned(tower: type) -> type:
             outputs.pooler_output = value.reshape(pooled.shape)
         return outputs
 
-    moved._preprocess, moved._postprocess = returned, written
+    # no write-back laying a read view back out: this read is the returned copy, which nothing downstream reads
+    moved._preprocess, moved._postprocess, moved._transform = returned, written, None
     return type(f"{tower.__name__}FeaturesReturned", (tower,), {"image_features": moved, "__doc__": features_returned.__doc__})
 
 

@@ -207,9 +207,10 @@ def mixer_of(model: Any, layer: int) -> str | None:
 
 
 def get(envoy: Any, dotted: str) -> Any:
-    """The value or child at a dotted name below ``envoy`` (``"self_attn.attention_output"``)."""
+    """The value or child at a dotted name below ``envoy`` (``"self_attn.attention_output"``), a number indexing a
+    list of blocks (``"vision.layers.1.layer_output"``)."""
     for part in dotted.split("."):
-        envoy = getattr(envoy, part)
+        envoy = envoy[int(part)] if part.isdigit() else getattr(envoy, part)
     return envoy
 
 

@@ -11,6 +11,7 @@ the same tensors, then the gradients with each other along the residual stream.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -202,9 +203,16 @@ NOT_FLOATING = "not a floating tensor (indices, masks): it has no derivative"
 NOT_SERVED = "None on this call (a state before any call)"
 
 
-def interior(model: Any) -> tuple[list[tuple[int, str]], dict[str, str]]:
+def spelled(path: str) -> str:
+    """A value's dotted path below the model as a user writes it: ``"vision.layers.2.mlp.mlp_neurons"`` ->
+    ``"vision.layers[2].mlp.mlp_neurons"``."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", path)
+
+
+def interior(model: Any) -> tuple[list[str], dict[str, str]]:
     """Every available block value ``gradients_are_derivatives`` does not take (the sublayers' interiors, a block's
-    norms, streams and weights), as ``(layer, name)`` in forward order; and why each left out by its declaration is."""
+    norms, streams and weights), as a path below the model (``"layers.2.mlp.mlp_neurons"``) in forward order; and why
+    each left out by its declaration is."""
     from nnterp.toolkit.cache import block_order
 
     taken, left = [], {}
@@ -214,13 +222,17 @@ def interior(model: Any) -> tuple[list[tuple[int, str]], dict[str, str]]:
         for name in block_order(model.layers[layer]):
             if name in covered or support.get(name, "unknown") is not None:
                 continue
-            value = _descriptor(model, layer, name)
-            reason = DERIVED if value.read_only is not None else getattr(value, "off_the_graph", None)
+            reason = left_out(_descriptor(model, layer, name))
             if reason is None:
-                taken.append((layer, name))
+                taken.append(f"layers.{layer}.{name}")
             else:
                 left.setdefault(name, reason)
     return taken, left
+
+
+def left_out(value: Any) -> str | None:
+    """Why the interior check leaves the value a descriptor serves out, by what it declares; None where it takes it."""
+    return DERIVED if value.read_only is not None else getattr(value, "off_the_graph", None)
 
 
 def _reached_in(order: list[int], values: list[torch.Tensor], scalar: torch.Tensor) -> list[int]:
@@ -242,26 +254,27 @@ def _reached_in(order: list[int], values: list[torch.Tensor], scalar: torch.Tens
     return reached
 
 
-def interior_gradients(model: Any, case: Case, plan: list[tuple[int, str]], separate: bool = False) -> tuple[dict, dict, dict[tuple[int, str], str]]:
-    """Each value of ``plan``: its gradient by ``torch.autograd.grad``, by ``.grad`` inside ``backward()``, and, for a
-    value no gradient reaches or that is not a floating tensor, why.
+def interior_gradients(model: Any, inputs: tuple[Any, dict], plan: list[str], separate: bool = False) -> tuple[dict, dict, dict[str, str]]:
+    """Each value of ``plan`` (paths below the model): its gradient by ``torch.autograd.grad``, by ``.grad`` inside
+    ``backward()``, and, for a value no gradient reaches or that is not a floating tensor, why.
 
-    One trace: the values are read in forward order (``separate``: each by a
-    worker of its own, which needs no order), the metric differentiated
-    directly, the order the backward reaches each value recorded with plain
-    hooks, then ``backward()`` runs and each ``.grad`` is read in that order.
+    One trace of ``inputs`` (the prompts and the invoke's keyword arguments, ``images=``):
+    the values are read in forward order (``separate``: each by a worker of
+    its own, which needs no order), the metric differentiated directly, the
+    order the backward reaches each value recorded with plain hooks, then
+    ``backward()`` runs and each ``.grad`` is read in that order.
     """
     direct: dict = {}
     served: dict = {}
     off: dict = {}
     values: list = [None] * len(plan)
+    prompts, kwargs = inputs
 
     def take(index: int) -> None:
-        layer, name = plan[index]
-        values[index] = get(model.layers[layer], name)
+        values[index] = get(model, plan[index])
 
     with model.trace() as tracer:
-        with tracer.invoke(case.batch):
+        with tracer.invoke(prompts, **kwargs):
             if not separate:
                 for index in range(len(plan)):
                     take(index)
@@ -299,13 +312,33 @@ def interior_gradients(model: Any, case: Case, plan: list[tuple[int, str]], sepa
     return direct, served, off
 
 
-def _in_order_or_apart(model: Any, case: Case, plan: list[tuple[int, str]]) -> tuple[dict, dict, dict[tuple[int, str], str]]:
+def _in_order_or_apart(model: Any, inputs: tuple[Any, dict], plan: list[str]) -> tuple[dict, dict, dict[str, str]]:
     """``interior_gradients`` with one worker reading in the components' declaration order, else (a family whose
     forward serves its values in another order) with a worker per value."""
     try:
-        return interior_gradients(model, case, plan)
+        return interior_gradients(model, inputs, plan)
     except OutOfOrderError:
-        return interior_gradients(model, case, plan, separate=True)
+        return interior_gradients(model, inputs, plan, separate=True)
+
+
+def derivatives_gaps(model: Any, found: tuple[dict, dict, dict[str, str]], left: dict[str, str]) -> str:
+    """The gaps between each value's ``.grad`` and its ``torch.autograd.grad`` (``found``, as ``interior_gradients``
+    returns them); a failure naming the first value the plan took that no gradient reaches."""
+    direct, served, off = found
+    unreached = {place: why for place, why in off.items() if why not in (NOT_SERVED, NOT_FLOATING)}
+    if unreached:
+        place, why = next(iter(unreached.items()))
+        raise CheckFailure(
+            f"{spelled(place)} is not on the path from the model's inputs to its logits: {why}; no gradient can reach "
+            f"it ({len(unreached)} values so: {', '.join(map(spelled, list(unreached)[:8]))}{' ...' if len(unreached) > 8 else ''}; "
+            "a value beside the graph by design says why in its declaration, off_the_graph=)"
+        )
+    gaps = Gaps()
+    dtype = model_dtype(model)
+    for place, expected in direct.items():
+        gaps.add(expect_close(f"{spelled(place)}.grad against torch.autograd.grad", served[place], expected, dtype=coarsest(expected, dtype)))
+    skipped = {why for why in off.values()} | set(left.values())
+    return str(gaps) + (f" ({len(off) + len(left)} values left out: {'; '.join(sorted(skipped))})" if skipped else "")
 
 
 @check("gradients", drawn=False)
@@ -314,17 +347,4 @@ def interior_gradients_are_derivatives(model: Any, case: Case) -> str:
     plan, left = interior(model)
     if not plan:
         raise Skip("no block serves an interior value beside the stream, its contributions and the heads" + (f" ({len(left)} left out by declaration)" if left else ""))
-    direct, served, off = _in_order_or_apart(model, case, plan)
-    unreached = {place: why for place, why in off.items() if why not in (NOT_SERVED, NOT_FLOATING)}
-    if unreached:
-        (layer, name), why = next(iter(unreached.items()))
-        raise CheckFailure(
-            f"layers[{layer}].{name} is not on the path from the model's inputs to its logits: {why}; no gradient can reach "
-            f"it ({len(unreached)} values so; a value beside the graph by design says why in its declaration, off_the_graph=)"
-        )
-    gaps = Gaps()
-    dtype = model_dtype(model)
-    for (layer, name), expected in direct.items():
-        gaps.add(expect_close(f"layers[{layer}].{name}.grad against torch.autograd.grad", served[(layer, name)], expected, dtype=coarsest(expected, dtype)))
-    skipped = {why for why in off.values()} | set(left.values())
-    return str(gaps) + (f" ({len(off) + len(left)} values left out: {'; '.join(sorted(skipped))})" if skipped else "")
+    return derivatives_gaps(model, _in_order_or_apart(model, (case.batch, {}), plan), left)

@@ -402,3 +402,4 @@ def image_values_need_an_image(model: Any, case: Case) -> str:
 
 
 from . import vision_blocks as _registered  # noqa: E402, F401 - registration: the blocks' and the projector's values, after the tower's (not as vision_blocks, the function above)
+from . import tower_gradients as _gradients  # noqa: E402, F401 - registration: gradients of the tower's values, on its image batch

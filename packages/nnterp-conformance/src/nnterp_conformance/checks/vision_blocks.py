@@ -15,15 +15,8 @@ import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 
 from nnterp.tolerances import coarsest
-from .base import Case, Gaps, Skip, check, expect_close, model_dtype
+from .base import Case, Gaps, Skip, check, expect_close, get, model_dtype
 from .vision import has_vision, image_inputs, image_token, tower_block
-
-
-def get(envoy: Any, dotted: str) -> Any:
-    """The value or child at a dotted name below ``envoy``, a number indexing a list (``"layers.1.layer_output"``)."""
-    for part in dotted.split("."):
-        envoy = envoy[int(part)] if part.isdigit() and isinstance(envoy, (list, tuple)) else getattr(envoy, part)
-    return envoy
 
 
 def tower_reads(model: Any, case: Case, plan: list[tuple[Any, str]]) -> list[torch.Tensor]:

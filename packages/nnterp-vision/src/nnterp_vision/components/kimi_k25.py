@@ -86,6 +86,8 @@ class MoonVitProjector(Projector):
     def projector_output(self, value: Tensor) -> Tensor:
         return value.unsqueeze(1)
 
+    projector_output = projector_output.laid_back()
+
     def selection(self) -> str:
         """Why ``projector_input`` is no tower stream: the tower pools its last one by merge kernel (``POOLED``)."""
         return POOLED

@@ -37,6 +37,8 @@ class PaddleOcrVision(QwenVision):
     def patch_embeddings(self, value: Tensor) -> Tensor:
         return value.squeeze(0)[:, :, None, None]
 
+    patch_embeddings = patch_embeddings.laid_back()
+
 
 class PaddleOcrProjector(QwenMerger):
     """PaddleOCR-VL's projector (``model.projector``): a norm, each 2 x 2 merge block concatenated, two linears.

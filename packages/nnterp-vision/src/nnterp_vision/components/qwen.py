@@ -23,6 +23,11 @@ PER_IMAGE = (
     "the attention interface once for each, under every implementation, so no one scores or pattern tensor exists; "
     "attention_queries, attention_keys, attention_values and attention_head_outputs are served whole"
 )
+#: why no gradient of the logits reaches the Qwen ViT's tower_output
+READ_AFTER_THE_MERGER = (
+    "served where the tower returns it, after its merger has taken the last block's stream: the logits depend on "
+    "that stream through layers[-1].layer_output, not on this view of it"
+)
 #: why the Qwen ViT has no image_size
 ANY_RESOLUTION = (
     "the Qwen ViT takes any resolution: the processor resizes each image to a multiple of patch_size * "
@@ -44,7 +49,8 @@ def packed(value: EProperty) -> EProperty:
 
     read.__annotations__ = {"return": value.layout}
     moved._preprocess, moved._postprocess = read, write
-    return moved
+    # the tower goes on from the view served, so a backward reaches it
+    return moved.laid_back()
 
 
 def each_packed(names: tuple[str, ...]) -> Any:
@@ -186,7 +192,8 @@ class QwenVision(Vision):
     def patch_embeddings(self, value: Tensor) -> Tensor:
         return value.squeeze(0)
 
-    tower_output = packed(Vision.tower_output)
+    patch_embeddings = patch_embeddings.laid_back()
+    tower_output = packed(Vision.tower_output.at(off_the_graph=READ_AFTER_THE_MERGER))
 
     @property
     def vision_hidden_size(self) -> int:

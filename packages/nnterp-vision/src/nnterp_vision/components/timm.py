@@ -207,6 +207,8 @@ class ConvTimmVision(TimmVision):
     def patch_embeddings(self, value: Tensor) -> Tensor:
         return _on_grid(value)
 
+    patch_embeddings = patch_embeddings.laid_back()
+
     @EProperty("output", "The tower's last feature map, one row per position", no_images, select="last_hidden_state")
     def tower_output(self, value: Tensor) -> Patches:
         """The tower's ``last_hidden_state``, ``[images, rows * columns, vision_hidden_size]``, in raster order. Assign to replace it."""
@@ -215,6 +217,8 @@ class ConvTimmVision(TimmVision):
     @tower_output.postprocess
     def tower_output(self, value: Tensor) -> Tensor:
         return _on_grid(value)
+
+    tower_output = tower_output.laid_back()
 
     #: where the blocks are: the timm model's stage list, and each stage's block list
     STAGES: ClassVar[str] = "stages"

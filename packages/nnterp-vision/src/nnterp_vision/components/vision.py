@@ -70,6 +70,9 @@ class Vision(Standard):
         side = self.image_size // self.patch_size
         return value.transpose(1, 2).unflatten(2, (side, side))
 
+    # the convolution's output goes on as the view served, laid back on its own grid
+    patch_embeddings = patch_embeddings.laid_back(lambda envoy, view, served: view.transpose(1, 2).unflatten(2, served.shape[2:]))
+
     @EProperty("output", "The tower's last stream, after its final norm", no_images, select="last_hidden_state")
     def tower_output(self, value: Tensor) -> Patches:
         """The tower's ``last_hidden_state``, ``[images, patches, vision_hidden_size]``. Assign to replace it."""
@@ -92,6 +95,9 @@ class Vision(Standard):
         replace what the text model receives.
         """
         return value.flatten(0, -2)
+
+    # an unflattened projection goes on as the flat view served
+    image_features = image_features.laid_back(lambda envoy, view, served: view.reshape(served.shape))
 
     # -- around the tower --------------------------------------------------------
 
