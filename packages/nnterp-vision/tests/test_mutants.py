@@ -4,11 +4,13 @@ stronger check, never by deleting the mutant.
 """
 
 from nnterp import EProperty
-from nnterp_conformance.mutants import Mutant, killed, moved, standard_mutants
+from nnterp_conformance.mutants import Mutant, _detached, killed, moved, standard_mutants
 from transformers.models.clip.modeling_clip import CLIPMLP, CLIPEncoderLayer, CLIPVisionModel
+from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLVisionBlock
 from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
 from nnterp_vision.components import Projector, Vision, VisionLayer, VisionMlp, no_images
+from nnterp_vision.components.qwen import QwenVisionLayer
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.testing import features_at, features_returned
 
@@ -20,6 +22,23 @@ def _patches_without_write_back() -> type:
     dropped = Vision.patch_embeddings.at()
     dropped._postprocess = None
     return moved(Vision, "patch_embeddings without its write-back", called="PatchesWithoutWriteBack", patch_embeddings=dropped)
+
+
+def _patches_beside_the_graph() -> type:
+    """LLaVA's tower with ``patch_embeddings`` served as the one-row-per-patch view and never handed back: the
+    convolution's own map goes on, so edits land but no gradient reaches the view."""
+    beside = Vision.patch_embeddings.at()
+    beside._transform = None
+    return moved(Vision, "patch_embeddings a view beside the graph", called="PatchesBesideTheGraph", patch_embeddings=beside)
+
+
+def _packed_stream_beside_the_graph() -> type:
+    """A Qwen ViT block whose stream values are the packed tensor viewed with a leading 1, never handed back."""
+    values = {}
+    for name in ("layer_input", "layer_mid", "layer_output"):
+        values[name] = getattr(QwenVisionLayer, name).at()
+        values[name]._transform = None
+    return moved(QwenVisionLayer, "the packed stream a view beside the graph", called="PackedStreamBesideTheGraph", **values)
 
 
 def _projector_one_block_late() -> type:
@@ -59,6 +78,16 @@ def block_mutants() -> list[Mutant]:
                {CLIPEncoderLayer: moved(VisionLayer, "mlp_norm_output at layer_norm1's output", mlp_norm_output="attention_norm_output")},
                "vision_norm_outputs_feed_the_sublayers", "mlp_norm_output against what mlp is called with",
                "mlp_norm_output pointed at layer_norm1 (CLIP's two norms, the first taken for the second): the same layout, the attention's input"),
+        Mutant("llava: tower neurons served detached", "llava",
+               {CLIPMLP: moved(VisionMlp, "tower neurons off the graph", mlp_neurons=_detached(VisionMlp.mlp_neurons))},
+               "tower_gradients_are_derivatives", "vision.layers[0].mlp.mlp_neurons is not on the path",
+               "mlp_neurons served as value.detach(): the same numbers and storage, so the tower's sums and edits hold, but no gradient reaches it"),
+        Mutant("llava: patch embeddings a view beside the graph", "llava", {CLIPVisionModel: _patches_beside_the_graph()},
+               "tower_gradients_are_derivatives", "vision.patch_embeddings is not on the path",
+               "patch_embeddings served one row per patch as a new view of the convolution's map, which the tower goes on from instead"),
+        Mutant("qwen2_vl: packed stream a view beside the graph", "qwen2_vl", {Qwen2VLVisionBlock: _packed_stream_beside_the_graph()},
+               "tower_gradients_are_derivatives", "vision.layers[0].layer_input is not on the path",
+               "the packed [patches, width] stream served viewed [1, patches, width], the block going on from its own tensor"),
     ]
 
 

@@ -399,7 +399,7 @@ def weak_section(weak: dict[str, str]) -> list[str]:
 #: the identities that tie the values inside a block, a tower or a mapping to each other, by what they are about
 INTERIOR = {
     "attention": ("scores_are_queries_against_keys", "head_outputs_are_pattern_against_values", "norm_outputs_feed_the_sublayers"),
-    "gradients": ("interior_gradients_are_derivatives",),
+    "gradients": ("interior_gradients_are_derivatives", "tower_gradients_are_derivatives"),
     "recurrent mixer": ("states_follow_the_rule", "head_outputs_read_the_states", "written_states_land", "state_output_is_the_last_state"),
     "vision tower": (
         "vision_scores_are_queries_against_keys",
