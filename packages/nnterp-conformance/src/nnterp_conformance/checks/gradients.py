@@ -232,7 +232,7 @@ def interior(model: Any) -> tuple[list[str], dict[str, str]]:
 
 def left_out(value: Any) -> str | None:
     """Why the interior check leaves the value a descriptor serves out, by what it declares; None where it takes it."""
-    return DERIVED if value.read_only is not None else getattr(value, "off_the_graph", None)
+    return getattr(value, "off_the_graph", None) or (DERIVED if value.read_only is not None else None)
 
 
 def _reached_in(order: list[int], values: list[torch.Tensor], scalar: torch.Tensor) -> list[int]:

@@ -28,6 +28,8 @@ READ_AFTER_THE_MERGER = (
     "served where the tower returns it, after its merger has taken the last block's stream: the logits depend on "
     "that stream through layers[-1].layer_output, not on this view of it"
 )
+#: what to write instead of the Qwen ViT's tower_output, which nothing downstream reads
+WRITE_INSTEAD = "; to change what the merger takes, write vision.layers[-1].layer_output"
 #: why the Qwen ViT has no image_size
 ANY_RESOLUTION = (
     "the Qwen ViT takes any resolution: the processor resizes each image to a multiple of patch_size * "
@@ -169,7 +171,9 @@ class QwenVision(Vision):
     The tower has no final norm, so ``tower_output`` is the last block's
     stream, the merger's input. It is served at the tower's output, after
     the merger has run, so ``projector.projector_input`` and
-    ``projector.projector_output`` are read before ``tower_output``.
+    ``projector.projector_output`` are read before ``tower_output``, and it
+    is read-only: nothing downstream reads it, so an assignment would change
+    nothing (write ``layers[-1].layer_output`` instead).
 
     Sizes, off the vision config: ``vision_hidden_size`` is the tower's width
     (``embed_dim`` on Qwen2-VL, whose config's ``hidden_size`` is the
@@ -193,7 +197,7 @@ class QwenVision(Vision):
         return value.squeeze(0)
 
     patch_embeddings = patch_embeddings.laid_back()
-    tower_output = packed(Vision.tower_output.at(off_the_graph=READ_AFTER_THE_MERGER))
+    tower_output = packed(Vision.tower_output.at(off_the_graph=READ_AFTER_THE_MERGER, read_only=READ_AFTER_THE_MERGER + WRITE_INSTEAD))
 
     @property
     def vision_hidden_size(self) -> int:
