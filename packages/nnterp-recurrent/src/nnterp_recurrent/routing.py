@@ -20,6 +20,8 @@ from typing import Any
 
 from nnterp.family import Family
 
+from .hub_kernels import stands_for
+
 #: what each dispatcher called at import, by (modeling module, name)
 ORIGINALS: dict[tuple[str, str], Any] = {}
 MODES = ("torch", "default")
@@ -55,14 +57,21 @@ def mixer_classes(family: Family) -> list[type]:
     return found
 
 
-def _cell(dispatcher: Any) -> Any:
-    code = getattr(dispatcher, "__code__", None)
+def dispatcher(found: Any) -> Any:
+    """The transformers dispatcher behind a kernel name of a modeling module: itself, or the function a ``kernels``
+    function module calls (where ``hub_kernels.see_through`` has not rebound the name yet)."""
+    return stands_for(found) or found
+
+
+def _cell(found: Any) -> Any:
+    dispatcher_ = dispatcher(found)
+    code = getattr(dispatcher_, "__code__", None)
     if code is None or IMPLEMENTATION not in code.co_freevars:
         raise TypeError(
-            f"{getattr(dispatcher, '__qualname__', dispatcher)!r} is not a transformers kernel dispatcher "
+            f"{getattr(dispatcher_, '__qualname__', dispatcher_)!r} is not a transformers kernel dispatcher "
             f"(no {IMPLEMENTATION!r} it calls); this transformers release routes kernels another way"
         )
-    return dispatcher.__closure__[code.co_freevars.index(IMPLEMENTATION)]
+    return dispatcher_.__closure__[code.co_freevars.index(IMPLEMENTATION)]
 
 
 def calls(module: ModuleType, name: str) -> Any:

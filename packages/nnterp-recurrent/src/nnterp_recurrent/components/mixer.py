@@ -16,7 +16,8 @@ from torch import Tensor
 from ..calls import per_call, pinned
 from ..layouts import State, States
 from ..reasons import needs_recurrent_routing
-from ..routing import calls, route_module
+from ..hub_kernels import seen_through
+from ..routing import calls, dispatcher, route_module
 
 
 def _prompt_state(envoy: Any) -> str:
@@ -44,6 +45,15 @@ class RecurrentMixer(Standard):
     """
 
     lacks = "this block's mixer is recurrent: it has no softmax over keys"
+
+    def __init__(self, module: Any, *args: Any, **kwargs: Any) -> None:
+        # before nnsight instruments the forward: its kernel calls must be functions, not the kernels library's modules
+        seen_through(module)
+        super().__init__(module, *args, **kwargs)
+
+    def _update(self, module: Any) -> None:
+        seen_through(module)
+        super()._update(module)
 
     CHUNK_KERNEL: ClassVar[str] = ""
     RECURRENT_KERNEL: ClassVar[str] = ""
@@ -342,6 +352,7 @@ def _mediator() -> Any:
 
 def _pure(function: Any) -> Any:
     """The pure-torch function behind a kernel dispatcher (``functools.wraps`` keeps it as ``__wrapped__``)."""
+    function = dispatcher(function)
     while hasattr(function, "__wrapped__"):
         function = function.__wrapped__
     return function
