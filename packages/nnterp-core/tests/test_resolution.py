@@ -11,6 +11,7 @@ from torch import nn
 import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import StandardizedTransformer, Unavailable
 from nnterp.errors import FamilyNotFound, UnprovenFamily
+from nnterp.proof import IDENTITIES
 from nnterp_conformance.checkpoints import build_tokenizer, tiny_checkpoint
 from nnterp_conformance.unregistered import written
 
@@ -49,7 +50,11 @@ def test_a_renamed_llama_gets_an_inferred_family_whose_identities_hold(tmp_path)
     assert len(proofs) == 1 and "pre-norm block (Llama's)" in str(proofs[0].message)
     statuses = {finding.identity.split(" ")[0]: finding.status for finding in model.proof.findings}
     assert model.proof.holds and statuses == dict.fromkeys(statuses, "holds"), model.proof
-    assert len(statuses) == 7
+    assert len(statuses) == len(IDENTITIES)
+    # every value the inferred Llama serves is proved by an identity or named unproven: the norms' outputs, the MLP's
+    # input, the queries and keys read, and no identity at load ties them to the rest
+    unproven = {"attention_norm_output", "mlp_norm_output", "mlp_input", "self_attn.attention_queries", "self_attn.attention_keys"}
+    assert set(model.proof.unproven) == unproven and "self_attn.attention_probabilities" in model.proof.proved
     with torch.no_grad(), model.trace("Hello world"):
         pattern = model.layers[1].self_attn.attention_probabilities.save()
         neurons = model.layers[1].mlp.mlp_neurons.save()

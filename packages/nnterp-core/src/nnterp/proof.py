@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from .components import Mlp
-from .components.standard import Standard
+from .components.standard import Standard, blocks_support
 from .descriptors import withdraw
 from .tolerances import close, coarsest
 
@@ -56,6 +56,8 @@ class Finding:
     refuted: tuple[tuple[int | None, str], ...] = ()
     #: whether it failed because a read raised (``detail`` says which and where) rather than by a gap
     raised: bool = False
+    #: the values a holding identity vouches for (what it read and what its failure would withdraw), by dotted name
+    proved: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
@@ -75,11 +77,19 @@ class Proof:
 
     findings: tuple[Finding, ...]
     refuted: dict[tuple[int | None, str], str]
+    #: the values a block serves that read on the prompt without raising, but that no identity which held vouches for:
+    #: served, and not proven on this checkpoint (the conformance kit proves them: ``nnterp-conformance check``)
+    unproven: tuple[str, ...] = ()
 
     @property
     def holds(self) -> bool:
         """Whether no identity failed."""
         return not self.refuted
+
+    @property
+    def proved(self) -> tuple[str, ...]:
+        """The values an identity that held vouches for, by dotted name, in the order the identities ran."""
+        return tuple(dict.fromkeys(name for finding in self.findings if finding.status == HOLDS for name in finding.proved))
 
     def __str__(self) -> str:
         return "\n".join(str(finding) for finding in self.findings)
@@ -105,7 +115,10 @@ def prove(model: Any, withdraw: bool = True) -> Proof:
             refuted.setdefault(at, finding.reason)
     if withdraw:
         withdrawn(model, refuted)
-    return Proof(tuple(findings), refuted)
+    proved = {name for finding in findings if finding.status == HOLDS for name in finding.proved}
+    refused = {name for _, name in refuted}
+    unproven = tuple(name for name in reads.found if name not in proved and name not in refused and name != "logits")
+    return Proof(tuple(findings), refuted, unproven)
 
 
 def withdrawn(model: Any, refuted: dict[tuple[int | None, str], str]) -> None:
@@ -131,6 +144,8 @@ class _Reads:
         self.raised: dict[str, tuple[list[int | None], str, str]] = {}
         #: the identity being checked (its function's name): the one a read that raises is reported under
         self.checking = ""
+        #: identity (function name) -> the values it asked for
+        self.asked: dict[str, set[str]] = {}
 
     def blocks(self, name: str) -> list[int]:
         """The blocks where ``name`` is available (declared so and not withdrawn)."""
@@ -138,6 +153,7 @@ class _Reads:
 
     def get(self, name: str) -> dict[int | None, torch.Tensor]:
         """``name`` on every block that has it (the root's, under None, for ``logits``); empty where reading it raised."""
+        self.asked.setdefault(self.checking, set()).add(name)
         if name not in self.found and name not in self.raised:
             layers: list[int | None] = [None] if name == "logits" else list(self.blocks(name))
             try:
@@ -154,7 +170,9 @@ class _Reads:
             saved = nnsight.save({})
             for layer in layers:
                 host = model if layer is None else model.layers[layer]
-                saved[layer] = _value(host, name).detach().clone()
+                value = _value(host, name)
+                # a value that is None on a fresh prompt (the state a first call starts from) reads as None
+                saved[layer] = value.detach().clone() if isinstance(value, torch.Tensor) else value
         return dict(saved)
 
     def failures(self, titles: dict[str, str]) -> list[Finding]:
@@ -240,7 +258,8 @@ def _judge(
         if not ok:
             failed.append((layer, f"off by {gap:.3g} (allowed {allowed:.3g})"))
     if not failed:
-        return Finding(identity, HOLDS, f"on {len(pairs)} {'block' if len(pairs) == 1 else 'blocks'}, largest gap {worst:.3g}")
+        proved = tuple(dict.fromkeys((*sorted(reads.asked.get(reads.checking, ())), *vouched)))
+        return Finding(identity, HOLDS, f"on {len(pairs)} {'block' if len(pairs) == 1 else 'blocks'}, largest gap {worst:.3g}", proved=proved)
     detail = "; ".join(f"{'the root' if layer is None else f'layers[{layer}]'}: {what}" for layer, what in failed)
     return Finding(identity, FAILS, detail, tuple((layer, name) for layer, _ in failed for name in vouched))
 
@@ -383,7 +402,8 @@ def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
             return Finding("neurons_make_contribution", FAILS, detail, tuple((layer, "mlp.mlp_neurons") for layer in blocks), raised=True)
         pairs = [(layer, output, projected) for layer, (output, projected) in dict(saved).items()]
     why_not = _why_not(model, ("mlp.mlp_neurons", "mlp.mlp_output")) or "no MLP's forward returns its down projection's call"
-    return _judge(reads, "neurons_make_contribution (down_proj(mlp_neurons) == mlp_output)", pairs, ("mlp.mlp_neurons", "mlp.mlp_activation"), why_not)
+    vouched = ("mlp.mlp_neurons", "mlp.mlp_activation", "mlp.mlp_output")
+    return _judge(reads, "neurons_make_contribution (down_proj(mlp_neurons) == mlp_output)", pairs, vouched, why_not)
 
 
 def _returns_down_projection(mlp: Any) -> bool:
@@ -403,6 +423,19 @@ def _returns_down_projection(mlp: Any) -> bool:
     return len(returned) == 1 and isinstance(returned[0], ast.Call) and isinstance(returned[0].func, ast.Attribute) and returned[0].func.attr == native
 
 
+def every_value_reads(model: Any, reads: _Reads) -> Finding:
+    """Every other value the blocks serve reads on the prompt; one that raises (an operation a release moved, a kernel
+    routed another way) is withdrawn with what raised. Reading proves no meaning: what reads and no identity vouches
+    for is the proof's ``unproven``."""
+    names = [name for name in blocks_support(model.layers) if name not in reads.found and name not in reads.raised and reads.blocks(name)]
+    for name in names:
+        reads.get(name)
+    read = [name for name in names if name in reads.found]
+    if not names:
+        return Finding("every_value_reads", NOT_RUN, "every value the blocks serve was read by an identity above")
+    return Finding("every_value_reads (each other value the blocks serve reads on the prompt)", HOLDS, f"{len(read)} of {len(names)} more values read")
+
+
 #: the identities, in the order they run
 IDENTITIES = (
     contribution,
@@ -412,6 +445,7 @@ IDENTITIES = (
     pattern_is_softmax_of_scores,
     head_outputs_are_pattern_against_values,
     neurons_make_contribution,
+    every_value_reads,
 )
 
 

@@ -352,6 +352,13 @@ def _proof_message(model: Any, because: list[str]) -> str:
         lines += [f"  {finding}" for finding in failed]
     else:
         lines[0] += ", none fails."
+    if proof.proved:
+        lines.append(f"Proved: {', '.join(proof.proved)}.")
+    if proof.unproven:
+        lines.append(
+            f"Served but proven by no identity at load (they read, but nothing checked what they mean): {', '.join(proof.unproven)}; "
+            "the conformance kit proves them (nnterp-conformance check PATH)."
+        )
     if model.family.inferred:
         lines.append(f"It serves this model as {sibling(model.family)}; a family for it (docs/adding-a-family.md) would serve it for sure.")
     return "\n".join(lines)
