@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 #: by distribution, the release series (major.minor) the families were proven on: the one uv.lock pins
-PROVEN = {"transformers": "5.24", "nnsight": "0.8"}
+PROVEN = {"transformers": "5.25", "nnsight": "0.8"}
 
 
 def series(release: str) -> str:
