@@ -26,7 +26,14 @@ def loaded(path: str, **kwargs) -> tuple[StandardizedTransformer, list[warnings.
 # -- by class ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("checkpoint", "family", "klass"), [("exaone", "default", "LlamaForCausalLM"), ("sarvam_mla", "deepseek_v3", "DeepseekV3ForCausalLM")])
+@pytest.mark.parametrize(
+    ("checkpoint", "family", "klass"),
+    [
+        ("exaone", "default", "LlamaForCausalLM"),
+        ("sarvam_mla", "deepseek_v3", "DeepseekV3ForCausalLM"),
+        ("param2moe", "deepseek_v3", "Glm4MoeForCausalLM"),  # 5.25: Param2's config over GLM-4-MoE's classes
+    ],
+)
 def test_a_config_only_type_loads_with_the_family_serving_its_classes(checkpoint, family, klass):
     from nnterp.registry import _entry
 

@@ -111,6 +111,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'mellum',
         'mimo_v2_flash',
         'minicpm3',
+        'minicpm5_moe',
         'minimax_m2',
         'minimax_m3_vl_text',
         'ministral',

@@ -28,6 +28,7 @@ FAMILY = default.FAMILY.replace(
         # config-only types of transformers that build DeepSeek-V3's and GLM-4-MoE's classes: served by class, not listed
         "sarvam_mla": TinyConfig("sarvam_mla", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
         "sarvam_moe": TinyConfig("sarvam_moe"),
+        "param2moe": TinyConfig("param2moe"),
     },
     skips={
         "dots1": {
