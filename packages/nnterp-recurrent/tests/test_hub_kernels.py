@@ -1,18 +1,21 @@
-"""The recurrent families with the ``kernels`` library installed: its function modules seen through, every check holding.
+"""The recurrent families with and without the ``kernels`` library: its function modules seen through, every check holding.
 
-With ``kernels`` importable, transformers makes each kernel function of a
-modeling module a ``Func`` module, which nnsight cannot drill into and whose
-dispatcher ``route_kernels`` could not find (``TypeError: Func() is not a
-transformers kernel dispatcher``). The install test puts the release the
-locked transformers accepts into a folder of its own (PyPI, as the upgrade
-radar's scratch environments do) and runs the kit in a process that imports it.
+With ``kernels`` importable (transformers 5.25 requires it), transformers
+makes each kernel function of a modeling module a ``Func`` module, which
+nnsight cannot drill into and whose dispatcher ``route_kernels`` could not
+find (``TypeError: Func() is not a transformers kernel dispatcher``). The
+kit runs on one checkpoint per kind of recurrent kernel in a process of its
+own, once with ``kernels`` as the lock installs it and once without it
+(hidden from the import system: transformers then keeps plain functions).
+Without the package, transformers 5.25 loads a model only with
+``USE_HUB_KERNELS=0`` (else ``from_pretrained`` raises "Kernels are not
+available"), so that is the setup without it; with the package, 5.25 wraps
+every kernel function whatever ``USE_HUB_KERNELS`` says.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,24 +25,23 @@ from typing import Any
 import pytest
 import torch
 
-#: the newest ``kernels`` the locked transformers accepts (its KERNELS_MIN_VERSION <= version < KERNELS_MAX_VERSION),
-#: and what it needs that the workspace does not hold
-KERNELS = ("kernels==0.18.3", "tomlkit>=0.13.3")
 #: one checkpoint per kind of recurrent kernel: gated DeltaNet, Mamba-1's scan, Mamba-2's SSD, Kimi's delta attention,
-#: a hybrid with Mamba-2 heads beside attention
-CHECKPOINTS = ("qwen3_next", "mamba", "mamba2", "kimi_linear", "falcon_h1")
+#: a hybrid with Mamba-2 heads beside attention, LFM2's short convolution
+CHECKPOINTS = ("qwen3_next", "mamba", "mamba2", "kimi_linear", "falcon_h1", "lfm2")
 
 SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys
+    if sys.argv[1] == "absent":
+        sys.modules["kernels"] = None  # importlib finds no such package: transformers keeps each kernel function as it is
+        os.environ["USE_HUB_KERNELS"] = "0"  # without which 5.25's from_pretrained refuses to load
     import nnterp
     from transformers.integrations import hub_kernels as transformers_hub
     from nnterp_conformance.runner import load, run
     from nnterp_recurrent import hub_kernels
 
-    assert transformers_hub.is_kernels_available(), "kernels did not import in the test's process"
-    found = {}
-    for name in sys.argv[1:]:
+    found = {"kernels": transformers_hub.is_kernels_available() and transformers_hub._kernels_enabled()}
+    for name in sys.argv[2:]:
         model = load(name)
         verdicts = run(model)
         found[name] = {
@@ -52,26 +54,16 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def kernels_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
-    uv = os.environ.get("UV") or shutil.which("uv")
-    if uv is None:
-        pytest.fail("this test installs kernels with uv, which is not on the PATH")
-    folder = tmp_path_factory.mktemp("kernels")
-    installed = subprocess.run([uv, "pip", "install", "-q", "--no-deps", "--target", str(folder), *KERNELS], capture_output=True, text=True)
-    if installed.returncode:
-        pytest.fail(f"could not install {' '.join(KERNELS)} from the package index: {installed.stderr.strip()}")
-    return str(folder)
-
-
-def test_recurrent_families_hold_with_kernels_installed(kernels_folder: str) -> None:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [kernels_folder, os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, *CHECKPOINTS], capture_output=True, text=True, env=environment, timeout=900)
+@pytest.mark.parametrize("kernels", ["installed", "absent"])
+def test_recurrent_families_hold_with_and_without_kernels(kernels: str) -> None:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, kernels, *CHECKPOINTS], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.split("RESULT", 1)[1])
+    assert found["kernels"] == (kernels == "installed"), f"transformers had hub kernels enabled: {found['kernels']}"
     for name in CHECKPOINTS:
-        assert not found[name]["failed"], f"{name} with kernels installed:\n" + "\n".join(found[name]["failed"])
-        assert found[name]["seen_through"], f"{name}: no kernels function module was seen through: kernels did not wrap the kernels"
+        assert not found[name]["failed"], f"{name} with kernels {kernels}:\n" + "\n".join(found[name]["failed"])
+        # with kernels, each kernel function was a Func module, bound back to the function it calls; without, none was
+        assert bool(found[name]["seen_through"]) == (kernels == "installed"), found[name]["seen_through"]
         assert found[name]["passed"] > 20, found[name]
 
 
