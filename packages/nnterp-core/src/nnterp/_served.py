@@ -104,6 +104,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'jais2',
         'jetmoe',
         'kolibri1',
+        'kolibri1_1',
         'laguna',
         'llama4_text',
         'longcat_flash',
