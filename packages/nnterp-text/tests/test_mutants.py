@@ -75,7 +75,7 @@ class PerLayerOnEveryStream(AltUpLayer):
 
 
 #: one checkpoint per way of computing the attention: the shared interface (plain, gated, sink-scaled, softcapped,
-#: with a dynamic mask), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
+#: with a dynamic mask, with ALiBi in the mask: falcon-alibi), a helper method, and the ALiBi families' own arithmetic; and per way of routing a mixture
 #: (softmax top-k, renormalized or not, with a shared expert, sigmoid with grouped choice)
 STANDARD_CHECKPOINTS = (
     "gpt2", "llama", "gemma2", "bloom", "mpt", "falcon-alibi", "afmoe", "granite_swa", "doge", "gpt_neo",
@@ -233,7 +233,7 @@ def family_mutants() -> list[Mutant]:
             {FalconModule: moved(
                 FalconAttention, before_cache,
                 attention_keys=FalconAttention.attention_keys.at("source.apply_rotary_pos_emb_0.output", select=1),
-                attention_values=FalconAttention.attention_values.at("source.value_layer_0.output", select=None),
+                attention_values=FalconAttention.attention_values.at("source.value_states_1.output", select=None),
             )},
             "scores_are_queries_against_keys", "keys read before the cache", before_cache,
         ),

@@ -48,13 +48,17 @@ class ShortConvolution(RecurrentMixer):
     decays or betas, and no state per token to walk: ``states`` follow from
     ``conv_input`` and ``state_input``.
 
-    Everything is read in the module's own forward, at the binding that
-    holds it, so writes reach the model; the window a call leaves is read off
-    the cache's buffer once the conv has updated it, and written into it. The
-    conv call is ``causal_conv1d_fn`` on a prompt and ``causal_conv1d_update``
-    on a decode step (``kernel()``).
+    Everything is read at the binding that holds it, so writes reach the
+    model: in the module's own forward, but for the window a call starts
+    from, which the conv function it calls reads off the cache
+    (``causal_conv1d_forward``, ``CONV_CALL``); the window a call leaves is
+    read off the cache's buffer once the conv has updated it, and written
+    into it. Inside that function the conv is ``causal_conv1d_fn`` on a
+    prompt and ``causal_conv1d_update`` on a decode step (``kernel()``).
     """
 
+    #: the conv on a prompt and on a decode step: calls inside ``CONV_CALL``, not of the forward; no value is read at
+    #: them (``kernel()`` says which fires; ``route_kernels`` binds the dispatchers they name)
     CHUNK_KERNEL: ClassVar[str] = "causal_conv1d_fn_0"
     RECURRENT_KERNEL: ClassVar[str] = "causal_conv1d_update_0"
     RULE: ClassVar[str | None] = "short_conv"
@@ -62,12 +66,13 @@ class ShortConvolution(RecurrentMixer):
     SPLIT: ClassVar[str] = "BCx_chunk_0"
     #: B * x bound as the conv's input
     CONV_INPUT: ClassVar[str] = "hidden_states_1"
-    #: the window the cache holds, bound when the call has a cache, and None bound when it has not
-    CACHED_WINDOW: ClassVar[str] = "conv_state_0"
-    NO_CACHE: ClassVar[str] = "conv_state_1"
-    #: the conv's output as the C gate multiplies it: on a decode step, on a prompt without a cache, and with one
-    #: (the window's earlier columns sliced off)
-    CONV_OUTPUTS: ClassVar[dict[str, str]] = {"decode": "hidden_states_2", "fresh": "hidden_states_4", "cached": "hidden_states_5"}
+    #: the call of the function that reads the window off the cache, convolves, and leaves the new window there
+    CONV_CALL: ClassVar[str] = "causal_conv1d_forward_0"
+    #: inside ``CONV_CALL``: the window the cache holds, or None where the call has no cache (one binding)
+    WINDOW: ClassVar[str] = "conv_state_0"
+    #: the conv's output as the C gate multiplies it, bound from ``CONV_CALL`` on every path (the cached window's
+    #: earlier columns already sliced off)
+    CONV_OUTPUT: ClassVar[str] = "hidden_states_2"
     #: C times the conv's output, bound once the cache holds the new window
     GATED: ClassVar[str] = "y_0"
     #: the module holding the depthwise Conv1d
@@ -109,7 +114,7 @@ class ShortConvolution(RecurrentMixer):
         return self.arguments()[1].get("cache")
 
     def continues(self) -> bool:
-        """The forward's own test: one token over a cached window takes ``causal_conv1d_update``."""
+        """The conv function's own test (``CONV_CALL``): one token over a cached window takes ``causal_conv1d_update``."""
         cache = self._cache()
         if cache is None or self._length() != 1:
             return False
@@ -129,13 +134,8 @@ class ShortConvolution(RecurrentMixer):
     def _op(self, op: str) -> str:
         return self._at(f"source.{op}.output")
 
-    def _conv_output_key(self) -> str:
-        if self.decoding():
-            return self._op(self.CONV_OUTPUTS["decode"])
-        return self._op(self.CONV_OUTPUTS["fresh" if self._cache() is None else "cached"])
-
     def _window_key(self) -> str:
-        return self._op(self.CACHED_WINDOW if self._cache() is not None else self.NO_CACHE)
+        return self._op(f"{self.CONV_CALL}.source.{self.WINDOW}")
 
     def _live_window(self) -> Tensor | None:
         """The cache's own window buffer for this mixer, ``[batch, channels, kernel_size]``, or None."""
@@ -200,7 +200,7 @@ class ShortConvolution(RecurrentMixer):
         live = self._live_window()
         return None if live is None else _tokens_first(live).clone()
 
-    @EProperty(lambda envoy: envoy._conv_output_key(), "The conv's output, before the C gate")
+    @EProperty(lambda envoy: envoy._op(envoy.CONV_OUTPUT), "The conv's output, before the C gate")
     def conv_output(self, value: Tensor) -> ConvChannels:
         """The depthwise conv of each token's window, ``[batch, seq, channels]``: ``conv_weights . states[:, t] + conv_bias``.
 
