@@ -13,13 +13,23 @@ sizes are the first attention's; the second's are at ``self_attn[1]``.
 self_attn[0]``'s output, where the mixture's norm reads it. The mixture is a softmax router over the routed experts and
 ``zero_expert_num`` identity experts, its choice biased by
 ``e_score_correction_bias``, its weights scaled by ``routed_scaling_factor``.
+
+The identity experts do not run in the experts module: the mixture's forward
+takes their slots' output (``hidden_states`` times their weights) itself, hands
+those slots to the experts module as real experts with weight 0, and adds the
+identity output to what the experts return. So the routing is read where the
+mixture receives it, the router's output: ``expert_indices`` holds the identity
+experts' own indices (``n_routed_experts`` and up), ``expert_weights`` their
+weights. ``routed_output`` is the mixture's output, the identity experts'
+included, and no tensor holds each slot's weighted output (``expert_outputs``)
+when the mixture has identity experts.
 """
 
 from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, EProperty, Layer, Moe, TinyConfig, each_interior
+from nnterp import Attention, EProperty, Layer, Moe, TinyConfig, each_interior, needs_grouped_experts
 from nnterp.families import default
 from nnterp.layouts import Residual
 
@@ -77,8 +87,35 @@ class LongcatFlashAttention(Attention):
         return next((getattr(first, name) for name in names if getattr(first, name, None) is not None), None)
 
 
+IDENTITY_SLOTS = (
+    "the identity experts' slots run outside the experts module: the mixture hands them to it as real experts "
+    "with weight 0 and adds their output (hidden_states times their weights) after it, so no tensor holds every "
+    "slot's weighted output; zero a slot's expert_weights to see what it adds"
+)
+
+
+def identity_slots_apart(envoy: "LongcatFlashMoe") -> str | None:
+    """Why the per-slot expert outputs are unavailable: the grouped forward's reason, or the identity experts' slots outside it."""
+    reason = needs_grouped_experts(envoy)
+    if reason is not None:
+        return reason
+    return IDENTITY_SLOTS if envoy._module.zero_expert_num else None
+
+
 class LongcatFlashMoe(Moe):
-    """The shortcut mixture: routed experts and identity experts, all routable."""
+    """The shortcut mixture: routed experts and identity experts, all routable.
+
+    The routing is the router's output, ``(router_logits, weights, indices)``,
+    which the mixture consumes: it runs the identity experts itself and gives
+    the experts module their slots remapped to weight-0 dummies, so the
+    experts module's arguments no longer say which expert a slot chose.
+    """
+
+    expert_weights = Moe.expert_weights.at("router.output", select=1)
+    expert_indices = Moe.expert_indices.at("router.output", select=2)
+    expert_outputs = Moe.expert_outputs.at(unavailable=identity_slots_apart)
+    # the experts' output plus the identity experts' (no shared expert, no norm after it): the mixture's own output
+    routed_output = Moe.routed_output.at("output", select=0)
 
     @property
     def num_experts(self) -> int:
@@ -96,7 +133,7 @@ FAMILY = default.FAMILY.replace(
     skips={
         "longcat_flash": {
             "neurons_make_contribution": "a mixture of experts",
-            "rerouted_slot_runs_the_new_expert": "this family's experts run their own loop over experts",
+            "rerouted_slot_runs_the_new_expert": "the identity experts' slots run outside the experts module",
         },
     },
 )
