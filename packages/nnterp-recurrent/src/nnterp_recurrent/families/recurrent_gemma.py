@@ -5,8 +5,13 @@ A pre-norm block, ``x + temporal_block(temporal_pre_norm(x))`` then
 model calls both ``temporal_block``, aliased by class. The embeddings are
 scaled by ``sqrt(hidden_size)`` in the model's forward, and the logits
 softcapped at ``logits_soft_cap``.
+
+transformers 5.25 numbers a call continuing a cache from 0 (the cache's
+length is read off its first layer, a recurrent one that counts nothing):
+the family's load hook bridges it (``transformers_bridge.continue_positions``).
 """
 
+import dataclasses
 from typing import Any
 
 import nnterp  # noqa: F401 - nnsight before transformers.models
@@ -17,6 +22,7 @@ from transformers.models.recurrent_gemma import modeling_recurrent_gemma as mode
 
 from ..components.rg_lru import RealGatedLRU
 from ..family import RecurrentFamily
+from ..transformers_bridge import continue_positions
 
 
 def project_on_vocab(model: Any, hidden: torch.Tensor) -> torch.Tensor:
@@ -39,7 +45,16 @@ class GriffinLayer(Layer):
         )
 
 
-FAMILY = RecurrentFamily(
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class RecurrentGemmaFamily(RecurrentFamily):
+    """RecurrentGemma's family: on each load, a continued call is numbered from the tokens its cache holds."""
+
+    def built(self, model: Any) -> None:
+        """Bridge transformers 5.25's positions of a continued call on this model (``continue_positions``)."""
+        continue_positions(model)
+
+
+FAMILY = RecurrentGemmaFamily(
     name="recurrent_gemma",
     model_types=("recurrent_gemma",),
     modeling=(modeling.__name__,),
