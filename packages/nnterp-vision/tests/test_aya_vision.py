@@ -1,5 +1,6 @@
-"""Aya Vision and Command A Vision: a SigLIP tower over tiles, a pixel-shuffle projector and a Cohere2 text model whose
-logits are not scaled. Command A Vision shuffles the tower's normed output and has no projector norm."""
+"""Aya Vision and Command A Vision: a SigLIP tower over tiles, a pixel-shuffle projector and a Cohere2 text model, whose
+logits Aya's wrapper scales by logit_scale. Command A Vision shuffles the tower's normed output, has no projector norm
+and leaves the logits unscaled."""
 
 import torch
 from nnterp import ParallelLayer
@@ -56,10 +57,11 @@ def test_the_shuffle_folds_each_square_of_patches(model):
     torch.testing.assert_close(projected, expected)
 
 
-def test_logits_are_not_scaled(model):
-    # Cohere2's own causal LM multiplies by logit_scale; neither wrapper's lm_head does
+def test_logits_are_scaled_on_aya_alone(model):
+    # Cohere2's own causal LM multiplies by logit_scale; so does Aya Vision's wrapper, Command A Vision's does not
     assert model.text_config.logit_scale == 0.3
-    torch.testing.assert_close(*unembedded(model))
+    projected, logits = unembedded(model)
+    torch.testing.assert_close(projected * 0.3 if is_aya(model) else projected, logits)
 
 
 # -- each check fails on a family that breaks what it checks ----------------------------------------

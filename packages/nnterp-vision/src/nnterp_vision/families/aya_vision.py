@@ -11,8 +11,9 @@ last block's ``layer_output``, before SigLIP's ``post_layernorm``, so not
 ``tower_output``), folds each ``downsample_factor`` square of patches into
 one row, layer-norms and projects it; the wrapper flattens that into
 ``image_features``. The text model is Cohere2's parallel block
-(nnterp-text's Cohere family, by the ``cohere2`` model type), but the wrapper's ``lm_head`` does not
-multiply by ``logit_scale``, so the logits are the plain projection.
+(nnterp-text's Cohere family, by the ``cohere2`` model type), and the wrapper
+multiplies its ``lm_head``'s logits by the text config's ``logit_scale``, as
+Cohere2's own causal LM does (``project_on_vocab``).
 
 The prompt's placeholder is ``<image>`` (``processor.image_token``); the
 processor writes ``<|START_OF_IMG|>``, ``TILE_<i>`` and each tile's
@@ -20,6 +21,9 @@ processor writes ``<|START_OF_IMG|>``, ``TILE_<i>`` and each tile's
 ``<|END_OF_IMG|>``; ``image_token_mask`` is the ``<|IMG_PATCH|>`` tokens alone.
 """
 
+from typing import Any
+
+import torch
 from nnterp.logits import unembed
 from transformers.models.aya_vision.modeling_aya_vision import AyaVisionModel, AyaVisionMultiModalProjector
 from transformers.models.siglip.modeling_siglip import SiglipVisionModel
@@ -31,6 +35,12 @@ from ..family import VisionFamily
 from ..tiny.aya_vision import TINY
 from . import llava
 from .paligemma import SIGLIP_BLOCKS
+
+
+def times_text_logit_scale(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """``lm_head(norm(hidden))`` times the text config's ``logit_scale``: what the wrapper's forward does to the last layer's output."""
+    return unembed(model, hidden) * model.text_config.logit_scale
+
 
 FAMILY = VisionFamily(
     name="aya_vision",
@@ -45,8 +55,9 @@ FAMILY = VisionFamily(
         AyaVisionModel: ImageScatter,
     },
     text_family="cohere2",
-    # the wrapper's lm_head does not multiply by Cohere2's logit_scale: the plain projection, not the text family's
-    project_on_vocab=unembed,
+    # the wrapper multiplies lm_head's logits by text_config.logit_scale (the root has no logit_scale attribute,
+    # which the Cohere text family's projection reads)
+    project_on_vocab=times_text_logit_scale,
     tiny={"aya_vision": TINY},
     skips={
         "aya_vision": {

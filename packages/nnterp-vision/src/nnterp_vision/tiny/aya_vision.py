@@ -13,7 +13,8 @@ from . import VisionTinyConfig
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries: the first is the image token
 AYA_TOKENS = ("<|IMG_PATCH|>", "<|START_OF_IMG|>", "<|END_OF_IMG|>", "<|IMG_LINE_BREAK|>", "TILE", "TILE_GLOBAL")
-#: a Cohere2 text model (one sliding and one full layer); Aya Vision's lm_head ignores its logit_scale
+#: a Cohere2 text model (one sliding and one full layer); its logit_scale away from the default, so a projection that
+#: forgets Aya Vision's scale (or adds it to Command A Vision's logits) cannot pass
 COHERE2 = {
     "model_type": "cohere2", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
