@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: the workspace's published members (examples/third_party_family is an example, not one of ours)
 MEMBERS = sorted(path.parent for path in (ROOT / "packages").glob("*/pyproject.toml"))
 #: what nnterp-core accepts of transformers (the message a resolver prints names it)
-RANGE = ">=5.24,<6"
+RANGE = ">=5.25,<6"
 
 
 def locked() -> dict[str, str]:
@@ -82,10 +82,10 @@ def test_every_declared_range_starts_in_the_proven_series_and_holds_the_lock():
 @pytest.mark.parametrize(
     "installed, reported",
     [
-        ({"transformers": "5.25.0", "nnsight": "0.8.1"}, ["transformers 5.25.0 (proven: 5.24.x)"]),
-        ({"transformers": "5.24.3", "nnsight": "0.8.7"}, []),
-        ({"transformers": "6.0.0", "nnsight": "0.9.0"}, ["transformers 6.0.0 (proven: 5.24.x)", "nnsight 0.9.0 (proven: 0.8.x)"]),
-        ({"transformers": "5.23.0", "nnsight": "0.8.1"}, ["transformers 5.23.0 (proven: 5.24.x)"]),
+        ({"transformers": "5.26.0", "nnsight": "0.8.1"}, ["transformers 5.26.0 (proven: 5.25.x)"]),
+        ({"transformers": "5.25.3", "nnsight": "0.8.7"}, []),
+        ({"transformers": "6.0.0", "nnsight": "0.9.0"}, ["transformers 6.0.0 (proven: 5.25.x)", "nnsight 0.9.0 (proven: 0.8.x)"]),
+        ({"transformers": "5.24.0", "nnsight": "0.8.1"}, ["transformers 5.24.0 (proven: 5.25.x)"]),
     ],
 )
 def test_unproven_names_each_release_outside_its_series(monkeypatch, installed, reported):
@@ -153,7 +153,7 @@ def changes(result: subprocess.CompletedProcess, distribution: str) -> list[str]
 @pytest.mark.slow
 @pytest.mark.xdist_group("wheels")
 def test_wheels_install_beside_an_installed_release_in_range(wheels, environment):
-    result = dry_run(environment("5.24.0"), *wheels)
+    result = dry_run(environment("5.25.0"), *wheels)
     assert result.returncode == 0, result.stderr
     assert "Would install" in result.stderr, result.stderr
     assert changes(result, "transformers") == [], result.stderr
@@ -163,7 +163,7 @@ def test_wheels_install_beside_an_installed_release_in_range(wheels, environment
 @pytest.mark.slow
 @pytest.mark.xdist_group("wheels")
 @pytest.mark.parametrize("keep", ["requirement", "constraint"])
-@pytest.mark.parametrize("release", ["5.23.0", "4.57.6"])
+@pytest.mark.parametrize("release", ["5.24.0", "4.57.6"])
 def test_wheels_refuse_to_keep_a_release_out_of_range_and_say_why(wheels, environment, tmp_path, release, keep):
     """Asked to keep the installed release (on the command line or in a constraints file), the resolver says which
     requirement excludes it; nothing is replaced silently."""
@@ -183,10 +183,10 @@ def test_wheels_refuse_to_keep_a_release_out_of_range_and_say_why(wheels, enviro
 @pytest.mark.slow
 @pytest.mark.xdist_group("wheels")
 def test_a_plain_install_upgrades_a_release_out_of_range(wheels, environment):
-    """What the README says a plain install does beside transformers 5.23: it replaces it by the newest release in
+    """What the README says a plain install does beside transformers 5.24: it replaces it by the newest release in
     range (which may be one the families were not proven on: the load proves the family then)."""
-    result = dry_run(environment("5.23.0"), *wheels)
+    result = dry_run(environment("5.24.0"), *wheels)
     assert result.returncode == 0, result.stderr
     removed, added = changes(result, "transformers")
-    assert removed == "- transformers==5.23.0", result.stderr
+    assert removed == "- transformers==5.24.0", result.stderr
     assert SpecifierSet(RANGE).contains(added.split("==")[1]), added
