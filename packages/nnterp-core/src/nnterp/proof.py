@@ -38,7 +38,7 @@ import torch
 from .components import Mlp
 from .components.standard import Standard, blocks_support
 from .descriptors import withdraw
-from .tolerances import close, coarsest
+from .tolerances import close, coarsest, computed_in
 
 #: the prompt's length, in tokens; the ids are drawn from this seed, so every proof reads the same prompt
 PROMPT_TOKENS, SEED = 12, 0
@@ -138,7 +138,7 @@ class _Reads:
 
     def __init__(self, model: Any, prompt: torch.Tensor) -> None:
         self.model, self.prompt = model, prompt
-        self.dtype = next(model._module.parameters()).dtype
+        self.dtype = computed_in(model._module)
         self.found: dict[str, dict[int | None, torch.Tensor]] = {}
         #: value name -> (the blocks it was read on, the identity it was read for, what it raised and where)
         self.raised: dict[str, tuple[list[int | None], str, str]] = {}

@@ -56,3 +56,13 @@ def coarsest(*found: torch.Tensor | torch.dtype) -> torch.dtype:
     their rounding, so such a comparison also names the model's dtype (``checks.base.model_dtype``).
     """
     return max((item if isinstance(item, torch.dtype) else item.dtype for item in found), key=tolerance)
+
+
+def computed_in(module: torch.nn.Module) -> torch.dtype:
+    """The dtype a model computes in, by which a comparison over its values is judged: the coarsest of its floating weights'.
+
+    Not its first weight's: a model that keeps its embeddings, norms and residual gates in float32 beside
+    half-precision projections (Ergo's ``_keep_in_fp32_modules_strict``) computes its sublayers, and so its
+    attention and routing, in half precision.
+    """
+    return coarsest(*{parameter.dtype for parameter in module.parameters() if parameter.is_floating_point()} or {torch.float32})

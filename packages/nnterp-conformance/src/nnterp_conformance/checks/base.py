@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import torch
 
-from nnterp.tolerances import close
+from nnterp.tolerances import close, computed_in
 
 
 class CheckFailure(AssertionError):
@@ -267,8 +267,9 @@ def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwar
 
 
 def model_dtype(model: Any) -> torch.dtype:
-    """The dtype of the model's weights: what it computes in, whatever dtype it upcasts a result to."""
-    return next(parameter.dtype for parameter in model._module.parameters() if parameter.is_floating_point())
+    """The dtype of the model's weights: what it computes in, whatever dtype it upcasts a result to (the coarsest of
+    its weights', where it keeps some in float32: ``nnterp.tolerances.computed_in``)."""
+    return computed_in(model._module)
 
 
 def prompt_lengths(model: Any, case: Case) -> list[int]:
