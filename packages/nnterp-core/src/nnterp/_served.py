@@ -60,6 +60,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'electra',
         'emu3',
         'emu3_text_model',
+        'ergo',
         'ernie',
         'ernie4_5',
         'ernie4_5_moe',
