@@ -78,8 +78,8 @@ BLOCK_DIFFUSION = (
 )
 ACTION_POLICY = (
     "a vision-language-action policy: a PaliGemma backbone (vlm) encodes the images and prompt, and a Gemma action "
-    "expert (dit) denoises continuous robot actions by flow matching while attending to the backbone's keys and "
-    "values; the output is actions, not token logits"
+    "expert (dit; on PI0.5 every norm of it modulated by the denoising timestep) denoises continuous robot actions by "
+    "flow matching while attending to the backbone's keys and values; the output is actions, not token logits"
 )
 PROTEIN_TEXT = (
     "a protein-language model with no image: a SaProt (ESM) encoder reads protein sequences, a resampler compresses "
@@ -264,7 +264,7 @@ VISION_KINDS: dict[str, tuple[str, ...]] = {
     ENCODER_FREE: ("fuyu", "gemma4_unified"),
     DEEPSTACK_ONLY: ("granite4_vision",),
     BLOCK_DIFFUSION: ("diffusion_gemma",),
-    ACTION_POLICY: ("pi0",),
+    ACTION_POLICY: ("pi0", "pi05"),
     PROTEIN_TEXT: ("evolla",),
     TEXT_ONLY_IN_MAPPING: ("mistral4",),
     # lfm2_vl and lfm3_vl: their text models are served (nnterp-recurrent's lfm2, lfm3), their towers not yet mapped
