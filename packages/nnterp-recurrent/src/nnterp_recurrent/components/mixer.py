@@ -99,8 +99,9 @@ class RecurrentMixer(Standard):
 
     @classmethod
     def kernel_names(cls) -> tuple[str, ...]:
-        """The modeling module's names the kernel calls go through (the operations without their ``_0``)."""
-        return tuple(dict.fromkeys(op.rsplit("_", 1)[0] for op in (cls.CHUNK_KERNEL, cls.RECURRENT_KERNEL) if op))
+        """The modeling module's names the kernel calls go through (the operations without their ``_0``; of a dotted
+        path, ``caller_0.source.kernel_0``, the last operation's)."""
+        return tuple(dict.fromkeys(_name(op) for op in (cls.CHUNK_KERNEL, cls.RECURRENT_KERNEL) if op))
 
     @classmethod
     def torch_kernels(cls, module: Any) -> dict[str, Any]:
@@ -108,7 +109,7 @@ class RecurrentMixer(Standard):
         bound = {name: _pure(getattr(module, name)) for name in cls.kernel_names()}
         if cls.STATE_OP is not None and cls.RECURRENT_KERNEL and cls.STEP_STATE_OP is None:
             # the state after every token lives in the token-by-token kernel: the prompt runs through it too
-            token_loop = bound[cls.RECURRENT_KERNEL.rsplit("_", 1)[0]]
+            token_loop = bound[_name(cls.RECURRENT_KERNEL)]
             bound = {name: token_loop for name in bound}
         return bound
 
@@ -348,6 +349,11 @@ def _mediator() -> Any:
     """The running worker's mediator, or None outside a run."""
     found = getattr(getcurrent(), "mediator", None)
     return None if found is None else found()
+
+
+def _name(op: str) -> str:
+    """The modeling module's name an operation calls: ``mamba_selective_scan`` of ``mamba_scan_forward_0.source.mamba_selective_scan_0``."""
+    return op.rsplit(".", 1)[-1].rsplit("_", 1)[0]
 
 
 def _pure(function: Any) -> Any:

@@ -49,7 +49,7 @@ class SelectiveScan(TokenPinnedMixer):
     token writes (``betas``) and ``dt * A`` the log of how much of the state
     each token keeps (``decays``, per channel and state dimension).
 
-    The values are read at the kernel call the forward makes:
+    The values are read at the kernel call the forward's ``mamba_scan_forward`` makes:
     ``mamba_selective_scan(x, dt, A, B, C, D=, z=, delta_bias=, ...)`` on a
     prompt, ``mamba_selective_state_update(state, x, dt, A, B, C, D, z=,
     dt_bias=, ...)`` on a decode step. The kernel's tensors are channel-first
@@ -63,8 +63,9 @@ class SelectiveScan(TokenPinnedMixer):
     kernel name to its own pure-torch function.
     """
 
-    CHUNK_KERNEL: ClassVar[str] = "mamba_selective_scan_0"
-    RECURRENT_KERNEL: ClassVar[str] = "mamba_selective_state_update_0"
+    # one level down since transformers 5.25: the forward calls mamba_scan_forward, which calls the kernels
+    CHUNK_KERNEL: ClassVar[str] = "mamba_scan_forward_0.source.mamba_selective_scan_0"
+    RECURRENT_KERNEL: ClassVar[str] = "mamba_scan_forward_0.source.mamba_selective_state_update_0"
     #: inside the scan's token loop, the binding of the state after each token's update
     STATE_OP: ClassVar[str | None] = "ssm_state_3"
     #: inside the decode kernel, the binding of the updated state
@@ -149,7 +150,7 @@ class SelectiveScan(TokenPinnedMixer):
 
     def kernel_inputs(self) -> tuple[tuple, dict]:
         """This call's kernel ``(args, kwargs)``, read once per call."""
-        return per_call(self, "kernel_inputs", lambda: Mediator.value(f"{getattr(self.source, self.kernel()).path}.input"))
+        return per_call(self, "kernel_inputs", lambda: Mediator.value(f"{_operation(self, self.kernel()).path}.input"))
 
     # -- what the kernel receives ------------------------------------------------------
 
@@ -228,10 +229,11 @@ class SelectiveScan(TokenPinnedMixer):
     def state_input(self, value: Any) -> ScanState | None:
         """A decode step's cached state, ``[batch, channels, state_dim]``; None on a prompt, whose scan starts from zeros.
 
-        A copy: the decode kernel updates the cache's buffer in place, so the
-        live tensor would read as this step's output by the end of the trace.
-        Assign to replace what the step starts from (copied into the cache's
-        buffer, which the kernel then updates).
+        A copy: the decode kernel updates the buffer it is handed (a copy of the
+        cache's, which the cache then keeps) in place, so the live tensor would
+        read as this step's output by the end of the trace. Assign to replace
+        what the step starts from (copied into that buffer, which the kernel
+        then updates).
         """
         if not self.decoding():
             return None
@@ -318,6 +320,14 @@ class SelectiveScan(TokenPinnedMixer):
         description="The state after every token of this call; needs route_kernels(family, 'torch')",
         unavailable=needs_token_loop,
     )
+
+
+def _operation(envoy: SelectiveScan, path: str) -> Any:
+    """The operation a dotted path names from the forward (``outer_0.source.inner_0``), drilling through each ``source``."""
+    node = envoy.source
+    for segment in path.split("."):
+        node = node.source if segment == "source" else getattr(node, segment)
+    return node
 
 
 def _tokens_first(envoy: SelectiveScan, value: Tensor, vector: bool = False) -> Tensor:

@@ -66,8 +66,8 @@ class StateSpace(RecurrentMixer):
     state it keeps). The state is served key side first,
     ``[batch, heads, state_dim, head_dim]``, the transpose of the cache's.
 
-    Everything but ``attention_output`` is read at the scan call the forward
-    makes: ``mamba2_chunk_scan`` on a prompt, ``mamba2_selective_state_update``
+    Everything but ``attention_output`` is read at the scan call the forward's
+    ``mamba2_scan_forward`` makes: ``mamba2_chunk_scan`` on a prompt, ``mamba2_selective_state_update``
     on a decode step, which has no sequence axis (served with one of 1) and
     takes its arguments in other places. The chunk scan holds the state only
     at chunk boundaries (``new_states``); under ``chunk_per_token(model)`` every
@@ -76,8 +76,9 @@ class StateSpace(RecurrentMixer):
     ``set_state_after`` are unavailable).
     """
 
-    CHUNK_KERNEL: ClassVar[str] = "mamba2_chunk_scan_0"
-    RECURRENT_KERNEL: ClassVar[str] = "mamba2_selective_state_update_0"
+    # one level down since transformers 5.25: the forward calls mamba2_scan_forward, which calls the kernels
+    CHUNK_KERNEL: ClassVar[str] = "mamba2_scan_forward_0.source.mamba2_chunk_scan_0"
+    RECURRENT_KERNEL: ClassVar[str] = "mamba2_scan_forward_0.source.mamba2_selective_state_update_0"
     STATE_OP: ClassVar[str | None] = None
     #: inside the chunk scan's body: the state at every chunk boundary, [batch, chunks + 1, heads, head_dim, state_dim]
     CHUNK_STATES: ClassVar[str] = "new_states_0"
@@ -206,9 +207,10 @@ class StateSpace(RecurrentMixer):
     def state_input(self, value: tuple[tuple, dict]) -> State | None:
         """The state this call starts from, ``[batch, heads, state_dim, head_dim]``: None on a fresh prompt.
 
-        A copy: a decode step hands the kernel the cache's own buffer, which it
-        overwrites with the step's new state. Assign to replace what the call
-        starts from (on a decode step it is copied into that buffer).
+        A copy: a decode step hands the kernel a buffer (a copy of the cache's,
+        which the cache then keeps) that it overwrites with the step's new
+        state. Assign to replace what the call starts from (on a decode step it
+        is copied into that buffer).
         """
         state = self._take(value, "state")
         return None if state is None else _view(state).clone()
@@ -433,7 +435,7 @@ def _state_input_back(envoy: StateSpace, value: Tensor) -> tuple[tuple, dict]:
     live = envoy._take(served, "state")
     state = _view(value)
     if envoy.decoding() and live is not None:
-        # the update writes the new state into the buffer it is handed, which is the cache's: keep it that one
+        # the update writes the new state into the buffer it is handed, which the cache then keeps: keep it that one
         live.copy_(state.to(live.dtype))
         return served
     return envoy._put(served, "state", state if live is None else state.to(live.dtype))

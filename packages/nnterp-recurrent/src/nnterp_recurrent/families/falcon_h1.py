@@ -22,7 +22,6 @@ from nnterp.logits import unembed
 from nnterp.tiny import TinyConfig
 from torch import Tensor
 
-from ..components.state_space import StateSpace
 from ..tiny import SSD
 from . import bamba
 
@@ -61,50 +60,16 @@ def ssm_out_multiplier(envoy: Any) -> float:
     return envoy.parent._module.ssm_out_multiplier
 
 
-#: inside the decode update's body: the binding of ``y`` with the ``D * x`` skip, before the update multiplies by ``silu(z)``
-UNGATED = "out_2"
-
-GATED_IN_KERNEL = (
-    "on a decode step of a mixer without the gated norm (mamba_rms_norm=False) the update kernel multiplies y by "
-    "silu(z) itself, so y is held only inside its body, which a compiled kernel (mamba_ssm) has no source for; call "
-    "nnterp_recurrent.route_kernels(model.family, 'torch') before tracing to run transformers' pure-torch update"
-)
-
-
-def _gated_in_kernel(envoy: Any) -> bool:
-    # only the decode update takes z, and only where no gated norm applies it after
-    return envoy.decoding() and not envoy._module.mamba_rms_norm
-
-
-def _head_outputs_at(envoy: Any) -> str:
-    if _gated_in_kernel(envoy):
-        return f"source.{envoy.RECURRENT_KERNEL}.source.{envoy.KERNEL_BODY}.source.{UNGATED}.output"
-    return f"source.{envoy.kernel()}.output"
-
-
-def _ungated_reason(envoy: Any) -> str | None:
-    return GATED_IN_KERNEL if _gated_in_kernel(envoy) and envoy.routing() != "torch" else None
-
-
 class FalconH1Mixer(bamba.BambaMixer):
-    """Falcon-H1's Mamba-2 mixer: its contribution scaled by ``ssm_out_multiplier``; y read before the gate on every call.
+    """Falcon-H1's Mamba-2 mixer: its contribution scaled by ``ssm_out_multiplier``.
 
-    Without the gated norm (``mamba_rms_norm=False``) a prompt multiplies the
-    scan's ``y`` by ``silu(z)`` after the kernel, but a decode step hands ``z``
-    to the update kernel, which returns ``y * silu(z)``. So on such a step
-    ``attention_head_outputs`` is read inside the update's body, at ``y`` with
-    the ``D * x`` skip and before the gate: the same value as on a prompt.
+    Without the gated norm (``mamba_rms_norm=False``) the forward multiplies
+    the scan's ``y`` by ``silu(z)`` after the kernel, on a decode step as on a
+    prompt (since transformers 5.25 the decode update takes no ``z``), so
+    ``attention_head_outputs`` is the kernel's output on every call, as on Bamba.
     """
 
     attention_output = bamba.BambaMixer.attention_output.scaled(ssm_out_multiplier)
-    attention_head_outputs = StateSpace.attention_head_outputs.at(_head_outputs_at, unavailable=_ungated_reason)
-
-
-@FalconH1Mixer.attention_head_outputs.postprocess
-def _head_outputs_set(envoy: FalconH1Mixer, value: Tensor) -> Any:
-    if _gated_in_kernel(envoy):
-        return value.squeeze(1)  # the update's y has no sequence axis
-    return StateSpace.attention_head_outputs._postprocess(envoy, value)
 
 
 FAMILY = bamba.FAMILY.replace(
@@ -119,7 +84,7 @@ FAMILY = bamba.FAMILY.replace(
     },
     project_on_vocab=project_on_vocab,
     tiny={
-        # the decode update takes the gate z (no gated norm); and the gated-norm variant, whose norm gates after the kernel
+        # without the gated norm the forward multiplies y by silu(z); and the gated-norm variant, whose norm gates it
         "falcon_h1": TinyConfig("falcon_h1", SIZES),
         "falcon_h1-rmsnorm": TinyConfig("falcon_h1", {**SIZES, "mamba_rms_norm": True}),
     },
