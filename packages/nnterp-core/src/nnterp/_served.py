@@ -185,6 +185,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'llava_next',
         'llava_next_video',
         'llava_onevision',
+        'llava_onevision1_5',
         'mistral3',
         'paddleocr_vl',
         'paligemma',
