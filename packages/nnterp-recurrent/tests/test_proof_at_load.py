@@ -61,3 +61,17 @@ def test_an_unmoved_mamba_names_what_it_proved_and_what_it_did_not() -> None:
     assert "attention_output" in " ".join(model.proof.proved)
     assert "linear_attn.attention_queries" in model.proof.unproven and "linear_attn.attention_queries" not in model.proof.proved
     assert "Served but proven by no identity at load" in said and "linear_attn.state_input" in said
+
+
+def test_a_value_computed_from_a_moved_one_says_what_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nnterp.errors import OtherComponent
+    from nnterp_conformance.runner import load
+
+    monkeypatch.setattr(modeling_mamba.MambaMixer, "forward", moved_forward)
+    model = load("mamba")
+    # betas and decays are computed from values read at the scan: what the user reads is the scan's move, not
+    # "decays belongs to LinearAttention" (a getter's AttributeError made Python blame the attribute)
+    for name in ("betas", "decays"):
+        with pytest.raises(AttributeError, match="mamba_selective_scan_0") as raised, torch.no_grad(), model.trace("Hello"):
+            getattr(model.layers[0].linear_attn, name).save()
+        assert not isinstance(raised.value, OtherComponent), raised.value

@@ -118,15 +118,23 @@ def main(argv: list[str] | None = None) -> int:
     upgrade.add_argument("--transformers", required=True, metavar="X.Y.Z", help="the transformers release to try")
     upgrade.add_argument("--env", default=None, metavar="DIR", help="build (or reuse) the scratch environment here and keep it (default: a temporary folder)")
     upgrade.add_argument("--checkpoint", action="append", default=None, metavar="NAME", help="a registered checkpoint to run (repeatable; default: every one)")
-    upgrade.add_argument("--out", default=None, metavar="FILE", help="where to write the Markdown (default: upgrade-report-X.Y.Z.md here)")
+    upgrade.add_argument(
+        "--out", default=None, metavar="FILE",
+        help="where to write the Markdown (default: nnterp-upgrade/upgrade-report-X.Y.Z.md in the system's temporary folder)",
+    )
     upgrade.add_argument(
         "--baseline", default=None, metavar="FILE",
         help="a families.json to compare with, instead of running the kit on the checkpoints in this environment",
+    )
+    upgrade.add_argument(
+        "--jobs", type=processes, default=1, metavar="N",
+        help="processes sharing the checkpoints, on each side: the release's and this environment's (default: 1)",
     )
     # the radar's own: the raw records of this environment's release (what upgrade-report runs on both sides)
     records = commands.add_parser("records")
     records.add_argument("--checkpoint", action="append", default=None)
     records.add_argument("--json", required=True)
+    records.add_argument("--jobs", type=processes, default=1)
     arguments = parser.parse_args(argv)
     _set_threads(arguments)
     if arguments.command == "upgrade-report":
@@ -140,13 +148,14 @@ def main(argv: list[str] | None = None) -> int:
             checkpoints=arguments.checkpoint,
             out=None if arguments.out is None else Path(arguments.out),
             baseline=None if arguments.baseline is None else Path(arguments.baseline),
+            jobs=arguments.jobs,
         )
     if arguments.command == "records":
         from pathlib import Path
 
         from .upgrade import records_command
 
-        return records_command(arguments.checkpoint, Path(arguments.json))
+        return records_command(arguments.checkpoint, Path(arguments.json), arguments.jobs)
     if arguments.command == "mutants":
         return mutants_command(arguments)
     if arguments.command == "list":
@@ -157,6 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.command == "report":
         return report_command(arguments)
     return check_command(arguments)
+
+
+def processes(text: str) -> int:
+    """A ``--jobs`` value: a number of processes, 1 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"a number of processes, 1 or more (got {text!r})")
+    return count
 
 
 def _set_threads(arguments: argparse.Namespace) -> None:

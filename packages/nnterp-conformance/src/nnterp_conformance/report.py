@@ -53,16 +53,17 @@ def weak_passes(records: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
-def unavailable_reasons(model: Any) -> dict[str, str]:
+def unavailable_reasons(model: Any, support: dict[str, Any] | None = None) -> dict[str, str]:
     """Each value some block lacks, with the reason (and the blocks, where not every block lacks it).
 
     A residual term no block has (``nnterp.reasons.ABSENT_TERMS``: nothing rescales the stream, no per-layer
     input) is no value lacking: the block's sum simply has no such term, and the report leaves it out.
+    ``support`` is ``model.support()``'s table where the caller has it already.
     """
     from nnterp.reasons import ABSENT_TERMS
 
     found: dict[str, str] = {}
-    for name, reasons in model.support().items():
+    for name, reasons in (model.support() if support is None else support).items():
         if not reasons or (isinstance(reasons, dict) and len(reasons) == model.num_layers and set(reasons.values()) <= set(ABSENT_TERMS)):
             continue
         if isinstance(reasons, str):
@@ -106,15 +107,27 @@ EXPERTS_CLASS = re.compile(r"^class \w+Experts\(", re.M)
 def record(model: Any, checkpoint: str, details: bool = False) -> dict[str, Any]:
     """The report's record for one checkpoint: the kit's verdicts on the fixed prompts and the unavailable values.
 
-    With ``details``, also each failing check's detail text under ``"details"`` (the upgrade radar's records;
-    the committed report leaves it out).
+    With ``details`` (the upgrade radar's records; the committed report leaves them out), also each failing check's
+    detail text under ``"details"``, where each check that crashed raised under ``"raised_at"``, and each value
+    whose reason or read raises under ``"failing_values"`` (``value_failures``): the values are asked one by one,
+    so a reason that raises fails that value rather than the record, and where ``available_values_resolve`` fails
+    every value is read alone.
     """
-    from .runner import run
+    from .runner import PROMPTS, run
 
     verdicts = run(model)
     checks = {verdict.name: verdict.status for verdict in verdicts}
     failed = [verdict.name for verdict in verdicts if verdict.status == FAIL]
     skipped = {verdict.name: verdict.detail for verdict in verdicts if verdict.status == "skip"}
+    failing_values: dict[str, Any] = {}
+    if details:
+        from .value_failures import failing_reads, support_by_value
+
+        support, failing_values = support_by_value(model)
+        if checks.get("available_values_resolve") == FAIL:
+            failing_values.update({name: found for name, found in failing_reads(model, PROMPTS).items() if name not in failing_values})
+    else:
+        support = model.support()
     from nnterp.registry import family_module
 
     from .checkpoints import names, spec
@@ -125,19 +138,23 @@ def record(model: Any, checkpoint: str, details: bool = False) -> dict[str, Any]
         "model_type": model_type,
         "checkpoint": checkpoint,
         "family": family_module(model.family),
-        "status": FAIL if failed else PASS,
+        "status": FAIL if failed or failing_values else PASS,
         "checks": checks,
         "skipped": skipped,
-        "unavailable": unavailable_reasons(model),
+        "unavailable": unavailable_reasons(model, support),
         "mixture": model_type in mixture_types(),
         "recurrent": recurrent_mixers(model),
     }
-    if failed:
-        entry["reason"] = "fails " + ", ".join(failed)
+    if failed or failing_values:
+        entry["reason"] = "; ".join(
+            ([f"fails {', '.join(failed)}"] if failed else []) + ([f"values raise: {', '.join(failing_values)}"] if failing_values else [])
+        )
     if checkpoint in names():
         entry["half_precision"] = half_precision(checkpoint)
     if details:
         entry["details"] = {verdict.name: verdict.detail for verdict in verdicts if verdict.status == FAIL}
+        entry["raised_at"] = {verdict.name: verdict.raised_at for verdict in verdicts if verdict.status == FAIL and verdict.raised_at}
+        entry["failing_values"] = failing_values
     return entry
 
 
@@ -270,6 +287,10 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
+#: what a broken record's ``details["raised while"]`` says (the radar's records): the load raised, or the kit after it
+LOADING, CHECKING = "loading", "checking"
+
+
 def _checked(checkpoints: list[str], progress: bool, details: bool) -> list[dict[str, Any]]:
     """Each checkpoint's own record, in order; a checkpoint that would not load or raised gets ``broken``'s."""
     from .runner import load
@@ -278,12 +299,15 @@ def _checked(checkpoints: list[str], progress: bool, details: bool) -> list[dict
     for index, checkpoint in enumerate(checkpoints):
         if progress:
             print(f"[{index + 1}/{len(checkpoints)}] {checkpoint}", flush=True)
+        stage = LOADING
         try:
-            checked.append(record(load(checkpoint), checkpoint, details))
+            model = load(checkpoint)
+            stage = CHECKING
+            checked.append(record(model, checkpoint, details))
         except Exception as error:  # a release the families were not written for: the record says what broke
             checked.append(broken(checkpoint, error))
-            if details:  # and where it raised, innermost last
-                checked[-1]["details"] = {"raised at": raised_at(error)}
+            if details:  # and where it raised, innermost last, and whether the load did
+                checked[-1]["details"] = {"raised at": raised_at(error), "raised while": stage}
     return checked
 
 
@@ -308,10 +332,10 @@ def broken(checkpoint: str, error: Exception) -> dict[str, Any]:
 
 
 def raised_at(error: BaseException) -> list[str]:
-    """The frames ``error`` passed through, outermost first, as ``file:line in function``."""
-    import traceback
+    """The frames ``error`` passed through, outermost first, as ``file:line in function`` (``checks.base.raised_at``)."""
+    from .checks.base import raised_at as frames
 
-    return [f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in traceback.extract_tb(error.__traceback__)]
+    return frames(error)
 
 
 def checkpoint_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -36,12 +36,27 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Any:
 
 
 def run(model: Any, case: Any = None, only: list[str] | None = None) -> list[Any]:
-    """The verdict of every registered check that applies to ``model`` (or those named in ``only``), in order."""
+    """The verdict of every registered check that applies to ``model`` (or those named in ``only``), in order.
+
+    A check whose ``applies`` raises (it asks ``support()``, and a value's reason raised) fails with what raised,
+    as a check that crashes does: one broken value does not take every other check with it.
+    """
     from .checks import CHECKS, verdict
+    from .checks.base import crashed
 
     case = PROMPTS if case is None else case
-    chosen = [name for name, found in CHECKS.items() if found.applies_to(model) and (only is None or name in only)]
-    return [verdict(name, model, case) for name in chosen]
+    verdicts = []
+    for name, found in CHECKS.items():
+        if only is not None and name not in only:
+            continue
+        try:
+            applies = found.applies_to(model)
+        except Exception as error:  # noqa: BLE001 - deciding whether it applies raised: the check fails with that
+            verdicts.append(crashed(name, error))
+            continue
+        if applies:
+            verdicts.append(verdict(name, model, case))
+    return verdicts
 
 
 def assert_conforms(model: Any, case: Any = None, skips: Any = ()) -> list[Any]:

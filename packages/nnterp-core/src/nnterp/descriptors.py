@@ -600,7 +600,13 @@ class DerivedEProperty(EProperty):
         if obj is None:
             return self
         self._check(obj)
-        value = self.compute(obj)
+        try:
+            value = self.compute(obj)
+        except AttributeError as error:
+            # as EProperty.__get__: Python would fall back to __getattr__, which would blame the attribute (an
+            # operation a release moved, under a value computed from it, read as "belongs to another component")
+            obj.__dict__["_nnterp_error"] = (self.name, error)
+            raise
         mark(value, spelled_cached(obj, self.name))
         return value
 

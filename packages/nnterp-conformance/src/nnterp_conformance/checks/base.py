@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -97,6 +97,8 @@ class Verdict:
     name: str
     status: str  # "pass" | "fail" | "skip"
     detail: str = ""
+    #: where a check that crashed raised (``raised_at``), innermost last; empty for any other verdict
+    raised_at: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.status.upper():4}  {self.name}: {self.detail}"
@@ -139,8 +141,20 @@ def verdict(name: str, model: Any, case: Any) -> Verdict:
     except CheckFailure as failure:
         return Verdict(name, "fail", str(failure))
     except Exception as error:  # noqa: BLE001 - a check that crashes has failed
-        return Verdict(name, "fail", f"{type(error).__name__}: {error}")
+        return crashed(name, error)
     return Verdict(name, "pass", detail)
+
+
+def crashed(name: str, error: BaseException) -> Verdict:
+    """The failing verdict of a check that raised ``error`` rather than failing an identity: its type, its message, where."""
+    return Verdict(name, "fail", f"{type(error).__name__}: {error}", raised_at(error))
+
+
+def raised_at(error: BaseException) -> list[str]:
+    """The frames ``error`` passed through, outermost first, as ``file:line in function``."""
+    import traceback
+
+    return [f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in traceback.extract_tb(error.__traceback__)]
 
 
 # -- helpers the checks share --------------------------------------------------------
