@@ -187,6 +187,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
         'llava_onevision',
         'llava_onevision1_5',
         'mistral3',
+        'ovis2_5',
         'paddleocr_vl',
         'paligemma',
         'perception_lm',
