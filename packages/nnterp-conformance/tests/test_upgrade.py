@@ -386,3 +386,11 @@ def test_the_command_builds_the_release_and_reports_each_family(tmp_path, capsys
     assert "| transformers | 5.24.0 | 5.23.0 |" in text
     assert f"--checkpoint gpt2 --checkpoint llama --jobs 2 --out {out}`" in text
     assert text in capsys.readouterr().out
+
+
+def test_a_config_only_type_a_family_serves_by_its_classes_is_served():
+    # param2moe (5.25) names no family but builds GLM-4-MoE's classes, which DeepSeek-V3's family serves
+    served = upgrade.served_types(["param2moe", "llama", "brand_new"])
+    assert "param2moe" in served and "llama" in served and "brand_new" not in served
+    assert "deepseek_v3" in served  # every type a family names, whether or not the list asked for it
+    assert new_types({"mapping_types": {"causal-LM": ["param2moe", "brand_new"]}, "served": served}, {"causal-LM": []}) == [("brand_new", "causal-LM")]

@@ -141,19 +141,29 @@ def records(checkpoints: list[str] | None, progress: bool = True, jobs: int = 1)
     """
     import nnterp
     import transformers
-    from nnterp.registry import families
 
     from .report import collect, mapping_types, vision_types
 
+    mappings = {"causal-LM": mapping_types(), "image-text-to-text": vision_types()}
     # the kit loads without the proof at load (runner.load), which on a release outside the proven series
     # would withdraw a moved value instead of letting its checks fail: the radar sees the raw failures
     return {
         "transformers": transformers.__version__,
         "nnterp": getattr(nnterp, "__version__", None),
         "records": collect(progress, checkpoints, details=True, jobs=jobs),
-        "mapping_types": {"causal-LM": mapping_types(), "image-text-to-text": vision_types()},
-        "served": sorted(families()),
+        "mapping_types": mappings,
+        "served": served_types([model_type for types in mappings.values() for model_type in types]),
     }
+
+
+def served_types(model_types: list[str]) -> list[str]:
+    """Every model type a family names, and each of ``model_types`` that a family serves by its classes: a config-only
+    type (5.25's ``param2moe`` builds GLM-4-MoE's classes) loads with that family, so the radar lists it as served."""
+    from nnterp.registry import families, family_of_classes, mapped_classes
+
+    named = set(families())
+    by_class = {model_type for model_type in model_types if model_type not in named and family_of_classes(list(mapped_classes(model_type)))}
+    return sorted(named | by_class)
 
 
 def run_records(
