@@ -3,8 +3,8 @@ proof says that the mixer's values are not proven rather than a clean bill.
 
 transformers 5.25 moved Mamba's scan into ``mamba_scan_forward``: its blocks still add up, so the stream identities
 held and the load warned "N identities hold, none fails", while every value read at the scan raised. The test
-builds that situation on the locked release by running ``MambaMixer.forward`` through a helper, so the scan's call
-is no operation of the forward nnsight instruments.
+builds that situation on the locked release by running ``MambaMixer.forward`` through a helper, so the call the
+scan's values are read under is no operation of the forward nnsight instruments.
 """
 
 from __future__ import annotations
@@ -17,10 +17,13 @@ import torch
 from nnterp import StandardizedTransformer
 from nnterp.errors import Unavailable, UnprovenFamily
 from nnterp_conformance.checkpoints import spec, tiny_checkpoint
+from nnterp_recurrent.components.selective_scan import SelectiveScan
 from transformers.models.mamba import modeling_mamba
 
 #: MambaMixer's own forward, which the moved one calls
 ORIGINAL = modeling_mamba.MambaMixer.forward
+#: the operation of the forward the scan's values are read under, which the moved forward no longer has
+MOVED = SelectiveScan.CHUNK_KERNEL.split(".")[0]
 
 
 def moved_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -49,9 +52,9 @@ def test_a_moved_scan_withdraws_the_mixers_values_by_name(monkeypatch: pytest.Mo
     withdrawn = {name for _, name in model.proof.refuted}
     assert {"linear_attn.state_input", "linear_attn.attention_queries", "linear_attn.attention_keys"} <= withdrawn, withdrawn
     reason = model.proof.refuted[(0, "linear_attn.attention_queries")]
-    assert "could not check every_value_reads" in reason and "mamba_selective_scan_0" in reason, reason
+    assert "could not check every_value_reads" in reason and MOVED in reason, reason
     assert "none fails" not in said and "linear_attn.attention_queries" in said
-    with pytest.raises(Unavailable, match="mamba_selective_scan_0"), torch.no_grad(), model.trace("Hello"):
+    with pytest.raises(Unavailable, match=MOVED), torch.no_grad(), model.trace("Hello"):
         model.layers[0].linear_attn.attention_queries.save()
 
 
@@ -72,6 +75,6 @@ def test_a_value_computed_from_a_moved_one_says_what_moved(monkeypatch: pytest.M
     # betas and decays are computed from values read at the scan: what the user reads is the scan's move, not
     # "decays belongs to LinearAttention" (a getter's AttributeError made Python blame the attribute)
     for name in ("betas", "decays"):
-        with pytest.raises(AttributeError, match="mamba_selective_scan_0") as raised, torch.no_grad(), model.trace("Hello"):
+        with pytest.raises(AttributeError, match=MOVED) as raised, torch.no_grad(), model.trace("Hello"):
             getattr(model.layers[0].linear_attn, name).save()
         assert not isinstance(raised.value, OtherComponent), raised.value

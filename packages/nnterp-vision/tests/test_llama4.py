@@ -6,7 +6,7 @@ from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import load
 from nnterp_text.families.llama4_text import Llama4Moe
 from nnterp_vision.components.llama4 import Llama4Vision
-from nnterp_vision.components.projector import FlatProjector
+from nnterp_vision.components.projector import AdaptedProjector
 from nnterp_vision.families import llama4
 from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, read
 from transformers.models.llama4.modeling_llama4 import Llama4VisionAttention
@@ -18,7 +18,7 @@ PATCHES, TOKENS = 16, 4
 
 def test_tree_and_sizes(model):
     vision = model.vision
-    assert isinstance(vision, Llama4Vision) and isinstance(model.projector, FlatProjector)
+    assert isinstance(vision, Llama4Vision) and isinstance(model.projector, AdaptedProjector)
     assert vision is model.vision_model and model.projector is model.multi_modal_projector
     assert type(model._module).__name__ == "Llama4ForConditionalGeneration" and llama4.FAMILY.root_scatter
     assert all(isinstance(layer.mlp, Llama4Moe) for layer in model.layers)
@@ -27,15 +27,16 @@ def test_tree_and_sizes(model):
     assert vision.layers[0].mlp.up_proj is vision.layers[0].mlp.fc1
 
 
-def test_the_root_scatters_the_flat_projection(model):
-    mask, patches, tower, flat, projected, features, stream = read(
+def test_the_root_scatters_the_flattened_projection(model):
+    mask, patches, tower, adapted, projected, features, stream = read(
         model, PROMPT, "vision.image_token_mask", "vision.patch_embeddings", "vision.tower_output",
         "projector.projector_input", "projector.projector_output", "vision.image_features", "layers.0.layer_input",
     )
-    # the class row is appended last; the adapter shuffles 16 patches into 4 tokens, flat over every image
+    # the class row is appended last; the adapter shuffles 16 patches into 4 tokens per image, which the projector
+    # takes per image and the wrapper flattens before the scatter
     assert patches.shape == (1, PATCHES, 64) and tower.shape == (1, PATCHES + 1, 64)
-    assert flat.shape == (TOKENS, 64) and mask.sum() == TOKENS
-    assert torch.equal(projected, features) and torch.equal(stream[mask], features)
+    assert adapted.shape == (1, TOKENS, 64) and mask.sum() == TOKENS
+    assert torch.equal(projected.flatten(0, 1), features) and torch.equal(stream[mask], features)
 
 
 def test_pixels_follow_the_models_dtype(model):

@@ -41,8 +41,13 @@ def hidden_state(vision: Any, index: int) -> str:
 
 #: why a flat projector's input is no tower stream as it is
 FLAT_INPUT = (
-    "a flat projector takes what the tower's own adapter or merger returns after its last block, one row per image "
-    "token (Llama 4's vision_adapter: a pixel shuffle and an MLP; HyperCLOVA X's Qwen merger)"
+    "a flat projector takes what the tower's own merger returns after its last block, one row per image token "
+    "(HyperCLOVA X's Qwen merger)"
+)
+#: why an adapted projector's input is no tower stream as it is
+ADAPTED_INPUT = (
+    "the projector takes what the tower's own adapter returns after its last block, per image (Llama 4's "
+    "vision_adapter: a pixel shuffle and an MLP)"
 )
 
 
@@ -94,11 +99,20 @@ class Projector(Standard):
         return int(next(module for module in self._module.modules() if hasattr(module, "in_features")).in_features)
 
 
-class FlatProjector(Projector):
-    """A projector called on every image's tokens flat, one row per image token (Llama 4's linear, HyperCLOVA X's after the Qwen merger)."""
+class AdaptedProjector(Projector):
+    """A projector called per image on what the tower's own adapter returns, ``[images, image tokens, width]``
+    (Llama 4's linear: the wrapper flattens its output before the scatter)."""
 
     def selection(self) -> str:
-        """Why ``projector_input`` is no tower stream: the tower's own adapter or merger makes it (``FLAT_INPUT``)."""
+        """Why ``projector_input`` is no tower stream: the tower's own adapter makes it (``ADAPTED_INPUT``)."""
+        return ADAPTED_INPUT
+
+
+class FlatProjector(Projector):
+    """A projector called on every image's tokens flat, one row per image token (HyperCLOVA X's after the Qwen merger)."""
+
+    def selection(self) -> str:
+        """Why ``projector_input`` is no tower stream: the tower's own merger makes it (``FLAT_INPUT``)."""
         return FLAT_INPUT
 
     @EProperty("input", "What the projector is called with", no_images)

@@ -79,7 +79,7 @@ FAMILY = VisionFamily(
     },
     skips={
         "hyperclovax_vision_v2": {
-            "projector_reads_the_selected_stream": "a flat projector takes what the tower's own adapter or merger returns",
+            "projector_reads_the_selected_stream": "a flat projector takes what the tower's own merger returns",
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",
             "vision_scores_are_queries_against_keys": "this packed tower's attention",
             "vision_head_outputs_are_pattern_against_values": "this packed tower's attention",

@@ -25,7 +25,7 @@ from transformers.models.llama4.modeling_llama4 import (
 
 from ..components import VisionAttention, VisionLayer, VisionMlp
 from ..components.llama4 import Llama4Vision
-from ..components.projector import FlatProjector
+from ..components.projector import AdaptedProjector
 from ..family import VisionFamily
 from ..tiny.llama4 import TINY
 
@@ -75,7 +75,7 @@ FAMILY = VisionFamily(
         Llama4VisionEncoderLayer: VisionLayer,
         Llama4VisionAttention: VisionAttention,
         Llama4VisionMLP: VisionMlp,
-        Llama4MultiModalProjector: FlatProjector,
+        Llama4MultiModalProjector: AdaptedProjector,
     },
     # the text blocks (the default's, the mixture at layers.*.mlp, feed_forward as mlp): Llama 4's text family's
     text_family="llama4_text",
@@ -85,7 +85,7 @@ FAMILY = VisionFamily(
     tiny={"llama4": TINY},
     skips={
         "llama4": {
-            "projector_reads_the_selected_stream": "a flat projector takes what the tower's own adapter or merger returns",
+            "projector_reads_the_selected_stream": "the projector takes what the tower's own adapter returns",
             "neurons_make_contribution": "a mixture of experts",
             "rerouted_slot_runs_the_new_expert": "Llama 4 multiplies each expert's input by its sigmoid score, not its",
             "zeroed_slot_leaves_the_sum": "Llama 4 multiplies each expert's input by its sigmoid score, not its",
