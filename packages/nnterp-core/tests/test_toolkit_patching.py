@@ -3,7 +3,7 @@
 import pytest
 import torch
 from nnterp import InvalidArgument, Unavailable
-from nnterp.toolkit.patching import Sweep, patch_attention_output, patch_heads, patch_mlp_output, patch_residual
+from nnterp.toolkit.patching import Sweep, patch_attention_output, patch_heads, patch_heads_by_position, patch_mlp_output, patch_residual
 
 FAMILIES = ["llama", "gptj", "gemma2"]
 # one token apart: "J" / "M" after the period
@@ -230,3 +230,116 @@ def test_normalized_is_the_fraction_of_the_gap():
     assert normalized.labels == sweep.labels and normalized.axes == sweep.axes
     with pytest.raises(ValueError, match="same metric"):
         Sweep(sweep.values, sweep.axes, sweep.labels, 2.0, 2.0).normalized()
+
+
+
+# -- per-position head patching --------------------------------------------------------
+
+BY_POSITION = ["llama", "gemma2", "mixtral"]
+
+
+def hf_metric(model, prompt, hooks=()):
+    """``metric_for(model)`` of a plain HF forward of ``prompt``, with ``(module, pre_hook)`` pairs registered on the HF modules."""
+    inputs = model.tokenizer(prompt, return_tensors="pt")
+    handles = [module.register_forward_pre_hook(hook) for module, hook in hooks]
+    try:
+        with torch.no_grad():
+            logits = model._module(**inputs).logits
+    finally:
+        for handle in handles:
+            handle.remove()
+    return float(metric_for(model)(logits))
+
+
+def hf_o_proj_input(model, prompt, layer):
+    """The input of layer ``layer``'s HF ``o_proj`` (every head's output, joined) in a plain forward of ``prompt``."""
+    kept = []
+    o_proj = model.layers[layer].self_attn._module.o_proj
+    hf_metric(model, prompt, [(o_proj, lambda _, args: kept.append(args[0].clone()))])
+    return kept[0]
+
+
+@pytest.mark.parametrize("name", BY_POSITION)
+def test_head_position_cells_match_writing_that_slice_of_the_hf_o_proj_input(tiny_model, name):
+    model = tiny_model(name)
+    differ, _ = differing_position(model)
+    last = model.num_layers - 1
+    result = patch_heads_by_position(model, CLEAN, CORRUPTED, metric_for(model), layers=[0, last], heads=[1, 2], positions=[differ, -1], progress=False)
+    assert result.axes == ("layer", "head", "position") and result.values.shape == (2, 2, 2)
+    assert result.metric_corrupted == pytest.approx(hf_metric(model, CORRUPTED), abs=ATOL)
+    moved = 0
+    for row, layer in enumerate([0, last]):
+        source = hf_o_proj_input(model, CLEAN, layer)
+        o_proj = model.layers[layer].self_attn._module.o_proj
+        width = model.layers[layer].self_attn.head_dim
+        for column, head in enumerate([1, 2]):
+            for depth, position in enumerate([differ, -1]):
+
+                def write(_, args, head=head, position=position):
+                    joined = args[0].clone()
+                    span = slice(head * width, (head + 1) * width)
+                    joined[:, position, span] = source[:, position, span]
+                    return (joined,)
+
+                direct = hf_metric(model, CORRUPTED, [(o_proj, write)])
+                assert result.values[row, column, depth].item() == pytest.approx(direct, abs=ATOL)
+                moved += direct != pytest.approx(result.metric_corrupted, abs=ATOL)
+    assert moved  # some cell moves the metric, so the comparison could tell cells apart
+
+
+@pytest.mark.parametrize("name", BY_POSITION)
+def test_head_positions_before_the_change_do_nothing_and_a_last_token_change_is_patch_heads(tiny_model, name):
+    model = tiny_model(name)
+    metric = metric_for(model)
+    differ, _ = differing_position(model)
+    result = patch_heads_by_position(model, CLEAN, CORRUPTED, metric, progress=False)
+    heads = patch_heads(model, CLEAN, CORRUPTED, metric, progress=False)
+    assert result.values.shape == (*heads.values.shape, len(result.labels["position"]))
+    # causal attention: before the differing token every head's output is the same in both runs
+    before = result.values[:, :, :differ]
+    torch.testing.assert_close(before, torch.full_like(before, result.metric_corrupted), atol=ATOL, rtol=0)
+    assert (result.metric_clean, result.metric_corrupted) == (heads.metric_clean, heads.metric_corrupted)
+    # prompts that differ in their last token only: each head's outputs differ at that position alone, so patching
+    # the head there is patching the head everywhere (patch_heads' cell), and anywhere else changes nothing
+    clean, corrupted = CLEAN + " J", CORRUPTED[: CORRUPTED.index(" M")] + " J gave it to M"
+    assert len(model.tokenizer(clean)["input_ids"]) == len(model.tokenizer(corrupted)["input_ids"])
+    tail = patch_heads_by_position(model, clean, corrupted, metric, progress=False)
+    whole = patch_heads(model, clean, corrupted, metric, progress=False)
+    torch.testing.assert_close(tail.values[:, :, -1], whole.values, atol=ATOL, rtol=0)
+    rest = tail.values[:, :, :-1]
+    torch.testing.assert_close(rest, torch.full_like(rest, tail.metric_corrupted), atol=ATOL, rtol=0)
+    assert (whole.values - whole.metric_corrupted).abs().max() > 1e-3
+
+
+def test_head_position_sweeps_label_select_and_refuse_like_the_others(tiny_model):
+    model = tiny_model("llama")
+    tokens = [model.tokenizer.decode([t]) for t in model.tokenizer(CLEAN)["input_ids"]]
+    result = patch_heads_by_position(model, CLEAN, CORRUPTED, metric_for(model), layers=[-1], heads=[3, 0], positions=[-2, -1], progress=False)
+    assert result.labels == {"layer": [str(model.num_layers - 1)], "head": ["3", "0"], "position": tokens[-2:]}
+    assert result.values.dtype == torch.float32 and result.values.device.type == "cpu"
+    assert result.forwards == 1
+    one = result.select(head=1)
+    assert one.axes == ("layer", "position") and one.labels == {"layer": result.labels["layer"], "position": tokens[-2:]}
+    torch.testing.assert_close(one.values, result.values[:, 1])
+    torch.testing.assert_close(result.select(position=-1).values, result.values[..., -1])
+    torch.testing.assert_close(result.normalized().select(head=0).values, result.select(head=0).normalized().values)
+    with pytest.raises(ValueError, match="no axis 'neuron'"):
+        result.select(neuron=0)
+    with pytest.raises(ValueError, match="2 entries"):
+        result.select(head=2)
+    pytest.importorskip("matplotlib")
+    from nnterp.toolkit import plot_sweep
+
+    with pytest.raises(ValueError, match=r"plot_sweep\(sweep.select\(head=0\)\)"):
+        plot_sweep(result)
+    plot_sweep(one)  # a selected head draws
+    calls = []
+    hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        with pytest.raises(InvalidArgument, match=r"patch_heads_by_position\(positions=\[99\]\)"):
+            patch_heads_by_position(model, CLEAN, CORRUPTED, metric_for(model), positions=[99], progress=False)
+        with pytest.raises(InvalidArgument, match=r"patch_heads_by_position\(heads=\[4\]\)"):
+            patch_heads_by_position(model, CLEAN, CORRUPTED, metric_for(model), heads=[4], progress=False)
+    finally:
+        hook.remove()
+    assert not calls

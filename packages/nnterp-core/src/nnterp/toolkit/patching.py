@@ -3,9 +3,10 @@
 Each sweep runs the clean prompt once, keeping the value it patches at every
 layer it needs (one trace), runs the corrupted prompt once unpatched, then once
 per patch with the clean value written in at that layer and position (or
-head), and records ``metric(logits)`` for every run. The result is a ``Sweep``:
-a ``[layer, position]`` (or ``[layer, head]``) grid of metric values, with
-the clean and corrupted baselines to normalize it by.
+head, or head and position), and records ``metric(logits)`` for every run.
+The result is a ``Sweep``: a ``[layer, position]`` (``[layer, head]``,
+``[layer, head, position]``) grid of metric values, with the clean and
+corrupted baselines to normalize it by.
 
     sweep = patch_residual(model, "Mary and John. John gave it to", "Mary and John. Mary gave it to",
                            lambda logits: logits[:, -1, mary] - logits[:, -1, john])
@@ -20,6 +21,7 @@ kit passes; a value a family lacks raises its ``Unavailable``.
 from __future__ import annotations
 
 import inspect
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
@@ -46,9 +48,11 @@ class Sweep:
 
     ``values[i, j]`` is the metric when the clean value at ``labels[axes[0]][i]``
     (a layer) and ``labels[axes[1]][j]`` (a position or a head) is written into
-    the corrupted run. ``axes`` names the axes, ``("layer", "position")`` or
-    ``("layer", "head")``; ``labels`` holds one tick label per row and column
-    (layer indices, token strings, head indices), as strings. ``metric_clean``
+    the corrupted run. ``axes`` names the axes, ``("layer", "position")``,
+    ``("layer", "head")`` or, for ``patch_heads_by_position``, the three
+    ``("layer", "head", "position")`` (``values[i, j, k]``; ``select(head=j)``
+    is its two-axis slice); ``labels`` holds one tick label per index of each
+    axis (layer indices, token strings, head indices), as strings. ``metric_clean``
     and ``metric_corrupted`` are the metric of the unpatched clean and
     corrupted runs; ``site`` names the value patched (``"layer_input"``,
     ``"self_attn.attention_head_outputs"`` ...). ``values`` is float32 on the CPU.
@@ -79,6 +83,24 @@ class Sweep:
             )
         values = (self.values - self.metric_corrupted) / gap
         return replace(self, values=values, metric_clean=1.0, metric_corrupted=0.0)
+
+    def select(self, **index: int) -> Sweep:
+        """The sweep at one index of an axis, that axis dropped: ``sweep.select(head=1)`` of a ``[layer, head, position]`` sweep is ``[layer, position]``.
+
+        The index counts along ``values``' axis (its label is
+        ``labels[axis][index]``), negative from the end. One axis at a time.
+        """
+        if len(index) != 1:
+            raise ValueError(f"select one axis at a time, by name, e.g. select({self.axes[-1]}=0); got {sorted(index) or 'none'}")
+        (axis, at), = index.items()
+        if axis not in self.axes:
+            raise ValueError(f"the sweep has no axis {axis!r}: its axes are {self.axes}")
+        dim = self.axes.index(axis)
+        size = self.values.shape[dim]
+        if isinstance(at, bool) or not isinstance(at, int) or not -size <= at < size:
+            raise ValueError(f"select({axis}={at!r}): the {axis} axis has {size} entries, {self.labels[axis]}; give an int index in range")
+        labels = {name: list(ticks) for name, ticks in self.labels.items() if name != axis}
+        return replace(self, values=self.values.select(dim, at), axes=tuple(a for a in self.axes if a != axis), labels=labels)
 
 
 # -- prompts -----------------------------------------------------------------------
@@ -204,10 +226,10 @@ def _sweep(
     function: str,
     site: str,
     layers: Iterable[int] | None,
-    column_axis: str,
-    columns: Callable[[list[str], int], list[int]],
-    column_labels: Callable[[list[str], list[int]], list[str]],
-    write: Callable[[Tensor, Tensor, int], None],
+    column_axis: str | tuple[str, ...],
+    columns: Callable[[list[str], int], Any],
+    column_labels: Callable[[list[str], Any], Any],
+    write: Callable[..., None],
     progress: bool,
     remote: bool | str,
     cells_per_forward: int | None = None,
@@ -218,7 +240,11 @@ def _sweep(
 
     ``columns(tokens, layer)`` lists the columns to patch at a layer (positions
     or heads), ``write(patched, clean, column)`` copies the clean value's
-    column into ``patched`` (one cell's rows) in place. The cells are packed
+    column into ``patched`` (one cell's rows) in place. With several column
+    axes (``column_axis`` a tuple, e.g. ``("head", "position")``),
+    ``columns`` gives one list per axis, ``column_labels`` one list of labels
+    per axis, the cells are their product and ``write`` takes one index per
+    axis. The cells are packed
     along the batch axis (``nnterp.toolkit.packing``): a forward runs the
     corrupted prompts once per cell of a pack, each copy patched at its own
     column, and ``metric`` reads each copy's logits alone, so each cell's value
@@ -229,11 +255,13 @@ def _sweep(
     where, _, name = site.rpartition(".")
     clean, corrupted, tokens = _check_prompts(model, clean, corrupted, function)
     chosen = _arguments.layers(model, layers, function=function)
-    per_layer = {layer: columns(tokens, layer) for layer in chosen}
-    width = max((len(cols) for cols in per_layer.values()), default=0)
+    several = isinstance(column_axis, tuple)
+    axes = column_axis if several else (column_axis,)
+    per_layer = {layer: columns(tokens, layer) if several else [columns(tokens, layer)] for layer in chosen}
     # the columns are the same on every layer, but for blocks that differ in head
     # count: then the labels are the widest layer's, and the others' extra cells NaN
-    widest = max(per_layer.values(), key=len, default=[])
+    widest = [max((cols[axis] for cols in per_layer.values()), key=len, default=[]) for axis in range(len(axes))]
+    widths = [len(cols) for cols in widest]
     forward = _logits_to_keep(model, logits_at, len(tokens), function)
     at = None if logits_at is None else _arguments.positions(logits_at, len(tokens), function=function, argument="logits_at")
     kept = None if at is None else len(at)
@@ -255,8 +283,12 @@ def _sweep(
         metric_corrupted, streams = _run_metric(model, corrupted.inputs, metric, remote, read_streams, at)
         cache, entering = dict(zip(order, cached)), dict(zip(skips, streams))
 
-        values = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
-        cells = [(row, layer, col, column) for row, layer in enumerate(chosen) for col, column in enumerate(per_layer[layer])]
+        values = torch.full((len(chosen), *widths), float("nan"), dtype=torch.float32)
+        cells = [
+            (row, layer, cell, tuple(per_layer[layer][axis][index] for axis, index in enumerate(cell)))
+            for row, layer in enumerate(chosen)
+            for cell in itertools.product(*(range(len(cols)) for cols in per_layer[layer]))
+        ]
         packs = packing.packs(sorted(cells, key=lambda cell: cell[1]), key=lambda cell: cell[1])
         bar = tqdm(total=len(cells), desc=f"patching {site}", disable=not progress)
         for pack in packs:
@@ -264,13 +296,14 @@ def _sweep(
             measured = _run_pack(
                 model, corrupted, metric, remote, layer, where, name, [cell[3] for cell in pack], cache[layer], entering.get(layer), write, forward
             )  # fmt: skip
-            for (row, _, col, _), value in zip(pack, measured):
-                values[row, col] = value
+            for (row, _, cell, _), value in zip(pack, measured):
+                values[(row, *cell)] = value
             bar.update(len(pack))
         bar.close()
 
-    labels = {"layer": [str(layer) for layer in chosen], column_axis: column_labels(tokens, widest)}
-    return Sweep(values, ("layer", column_axis), labels, metric_clean, metric_corrupted, site, forwards=len(packs))
+    shown = column_labels(tokens, widest) if several else [column_labels(tokens, widest[0])]
+    labels = {"layer": [str(layer) for layer in chosen], **dict(zip(axes, shown))}
+    return Sweep(values, ("layer", *axes), labels, metric_clean, metric_corrupted, site, forwards=len(packs))
 
 
 def _run_pack(
@@ -281,7 +314,7 @@ def _run_pack(
     layer: int,
     where: str,
     name: str,
-    columns: list[int],
+    columns: list[tuple[int, ...]],
     source: Tensor,
     entering: Tensor | None,
     write: Callable[[Tensor, Tensor, int], None],
@@ -300,7 +333,7 @@ def _run_pack(
         owner = _owner(model, layer, where)
         patched = getattr(owner, name).clone()
         for copy, column in enumerate(columns):
-            write(patched[copy * size : (copy + 1) * size], source.to(device=patched.device, dtype=patched.dtype), column)
+            write(patched[copy * size : (copy + 1) * size], source.to(device=patched.device, dtype=patched.dtype), *column)
         setattr(owner, name, patched)
         logits = model.logits
         for copy in range(count):
@@ -461,5 +494,50 @@ def patch_heads(
     return _sweep(
         model, clean, corrupted, metric, function="patch_heads", site="self_attn.attention_head_outputs", layers=layers,
         column_axis="head", columns=columns, column_labels=lambda tokens, cols: [str(h) for h in cols],
+        write=write, progress=progress, remote=remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at,
+    )  # fmt: skip
+
+
+
+def patch_heads_by_position(
+    model: Any,
+    clean: str | Sequence[str],
+    corrupted: str | Sequence[str],
+    metric: Metric,
+    *,
+    layers: Iterable[int] | None = None,
+    heads: Iterable[int] | None = None,
+    positions: Iterable[int] | None = None,
+    progress: bool = True,
+    remote: bool | str = False,
+    cells_per_forward: int | None = None,
+    memory_budget: int | None = None,
+    logits_at: int | Sequence[int] | None = None,
+) -> Sweep:
+    """Patch each attention head's output at one position at a time: a ``[layer, head, position]`` Sweep.
+
+    TransformerLens's head-output-by-position patching: head ``h`` of the
+    clean run's ``self_attn.attention_head_outputs`` at position ``p`` alone
+    written into the corrupted run, for every (layer, head, position) cell.
+    ``patch_heads`` is the same with every position of the head at once.
+    ``sweep.select(head=h)`` is one head's ``[layer, position]`` grid (what
+    ``plot_sweep`` draws). Needs eager attention; otherwise as ``patch_heads``
+    and, for ``positions``, ``patch_residual``.
+    """
+    function = "patch_heads_by_position"
+
+    def columns(tokens: list[str], layer: int) -> list[list[int]]:
+        chosen = _arguments.indices(heads, model.layers[layer].self_attn.num_heads, function=function, argument="heads", what="attention heads")
+        return [chosen, _arguments.positions(positions, len(tokens), function=function)]
+
+    def labels(tokens: list[str], cols: list[list[int]]) -> list[list[str]]:
+        return [[str(h) for h in cols[0]], [tokens[p] for p in cols[1]]]
+
+    def write(patched: Tensor, source: Tensor, head: int, position: int) -> None:
+        patched[:, position, head] = source[:, position, head]
+
+    return _sweep(
+        model, clean, corrupted, metric, function=function, site="self_attn.attention_head_outputs", layers=layers,
+        column_axis=("head", "position"), columns=columns, column_labels=labels,
         write=write, progress=progress, remote=remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at,
     )  # fmt: skip

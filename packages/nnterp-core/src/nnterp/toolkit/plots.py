@@ -117,7 +117,8 @@ def plot_sweep(
         sweep = sweep.normalized()
     values = sweep.values
     if values.dim() != 2:
-        raise ValueError(f"plot_sweep draws a two-axis sweep; this one has axes {sweep.axes}")
+        fix = f"; select one index of an axis first, e.g. plot_sweep(sweep.select({sweep.axes[1]}=0))" if values.dim() > 2 else ""
+        raise ValueError(f"plot_sweep draws a two-axis sweep; this one has axes {sweep.axes}{fix}")
     rows, columns = (sweep.labels[axis] for axis in sweep.axes)
     bound = max(_symmetric(values), 1.0) if normalized else _symmetric(values)
     where = f" ({sweep.site})" if getattr(sweep, "site", "") else ""
