@@ -9,6 +9,7 @@ memory the model's device holds is one batch's.
 from __future__ import annotations
 
 import gc
+import math
 import re
 from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ from ..descriptors import declared_values, withdrawals
 from ..errors import InvalidArgument, Unavailable
 from . import _arguments
 from . import _hooks as hooks
+from .cache_size import DEFAULT_MAX_BYTES, CacheEstimate, estimated, readable
 from .names import Layout, hook_of, standard_name
 
 #: the block's children whose values sit between its stream boundaries: the mixers before ``layer_mid``, the MLP before ``layer_output``
@@ -50,6 +52,8 @@ class ValueCache(Mapping):
 
     ``cache["layers.*.layer_output"]`` stacks a value over every layer,
     ``[num_layers, prompts, ...]`` (each layer must have been cached).
+    ``skipped`` names what a wildcard (``"*"``, ``"layers.*.*"``) left out, each
+    with the reason this checkpoint lacks it.
 
     A value asked for by its TransformerLens hook name (``"blocks.3.attn.hook_q"``)
     is keyed by that name and read in TransformerLens's layout
@@ -67,8 +71,11 @@ class ValueCache(Mapping):
         contributions: dict[int, tuple[str, ...]] | None = None,
         engine: str = "nnsight",
         fallback: str | None = None,
+        skipped: dict[str, str] | None = None,
     ) -> None:
         self._values = dict(values)
+        #: the values a wildcard stood for that the checkpoint lacks, each with the reason (``model.support()``'s)
+        self.skipped = dict(skipped or {})
         #: which path read the values: ``"hooks"`` (plain forward hooks) or ``"nnsight"`` (a trace per batch)
         self.engine = engine
         #: why the nnsight path ran where the hooks path was not taken (a value not at a module boundary...), else None
@@ -181,11 +188,34 @@ def _root_values(model: Any) -> tuple[list[str], list[str]]:
     return before, after
 
 
-def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
+def wildcard(name: str) -> bool:
+    """Whether ``name`` stands for values by a wildcard in the value's place: ``"*"``, ``"layers.<i or *>.*"``, ``"layers.<i or *>.mlp.*"``."""
+    if name == "*":
+        return True
+    match = _LAYER_NAME.match(name)
+    return match is not None and _value_prefix(match.group(2)) is not None
+
+
+def _value_prefix(value: str) -> str | None:
+    """What a block-relative wildcard's values start with (``""`` for ``*``, ``"mlp."`` for ``mlp.*``); None for a value named."""
+    if value == "*":
+        return ""
+    if value.endswith(".*") and "*" not in value[:-2]:
+        return value[:-1]
+    return None
+
+
+def expand_names(model: Any, names: str | Sequence[str], *, skipped: dict[str, str] | None = None) -> list[str]:
     """The requested names, ``*`` expanded over every layer and negative layers counted from the end, in forward order.
 
-    Raises ``KeyError`` for a name that is no standard value of the model, and
-    ``Unavailable`` (with the family's reason) for one this checkpoint lacks.
+    A wildcard in the value's place stands for every value there: ``"*"`` for
+    every root and block value, ``"layers.<i or *>.*"`` for a block's,
+    ``"layers.<i or *>.mlp.*"`` for one sublayer's (``self_attn``, ``mlp``,
+    ``linear_attn``). Of those, the ones this checkpoint lacks are left out,
+    each with its reason in ``skipped`` (where given). Raises ``KeyError`` for
+    a name that is no standard value of the model (or a wildcard that matches
+    none), and ``Unavailable`` (with the family's reason) for a value named
+    that this checkpoint lacks.
     """
     if isinstance(names, str):
         names = [names]
@@ -193,14 +223,23 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
     orders: dict[int, list[str]] = {}
     known: dict[tuple, list[str]] = {}
     ranked: dict[str, tuple[int, int, int]] = {}
+    wild: set[str] = set()
     for name in names:
+        if name == "*":
+            for root in before + after:
+                if root not in ranked:
+                    wild.add(root)
+                    ranked[root] = (0, 0, before.index(root)) if root in before else (2, 0, after.index(root))
+            name = "layers.*.*"
         match = _LAYER_NAME.match(name)
         if match is None:
             if name not in before + after:
                 raise KeyError(
-                    f"{name!r} is no standard value: name a root value ({', '.join(before + after)}) "
-                    "or a block value as 'layers.<i or *>.<value>' (model.support() lists them)"
+                    f"{name!r} is no standard value: name a root value ({', '.join(before + after)}), "
+                    "a block value as 'layers.<i or *>.<value>', or every value as '*', 'layers.<i or *>.*' or "
+                    "'layers.<i or *>.<mlp or self_attn>.*' (model.support() lists them)"
                 )
+            wild.discard(name)  # named as well: its availability is asked for
             ranked[name] = (0, 0, before.index(name)) if name in before else (2, 0, after.index(name))
             continue
         where, value = match.groups()
@@ -210,10 +249,21 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
                 f"{name!r}: the model has {size} layers, indices 0 to {size - 1} (or -{size} to -1 from the end)"
             )
         layers = range(model.num_layers) if where == "*" else [int(where) % model.num_layers]
+        prefix = _value_prefix(value)
+        matched = False
         for index in layers:
             order = orders.get(index)
             if order is None:
                 order = orders[index] = orders_by_structure(model.layers[index], known)
+            if prefix is not None:
+                for each in order:
+                    full = f"layers.{index}.{each}"
+                    if not each.startswith(prefix) or full in ranked:
+                        continue
+                    wild.add(full)
+                    ranked[full] = (1, index, order.index(each))
+                matched = matched or any(each.startswith(prefix) for each in order)
+                continue
             terms = _block_terms(model, index) if value == CONTRIBUTIONS else (value,)
             if not terms:
                 block = model.layers[index]
@@ -224,12 +274,25 @@ def expand_names(model: Any, names: str | Sequence[str]) -> list[str]:
                     raise KeyError(
                         f"{each!r} is no value of layers[{index}]; its values, in forward order: {', '.join(order)}"
                     )
-                ranked[f"layers.{index}.{each}"] = (1, index, order.index(each))
-    for name in ranked:
+                full = f"layers.{index}.{each}"
+                wild.discard(full)  # named as well: its availability is asked for
+                ranked[full] = (1, index, order.index(each))
+        if prefix is not None and not matched:
+            sublayers = sorted({each.split(".")[0] for index in layers for each in orders[index] if "." in each})
+            raise KeyError(
+                f"{name!r} matches no value: the blocks' sublayers are {', '.join(sublayers)}; "
+                f"'layers.{where}.*' stands for every value of a block"
+            )
+    for name in list(ranked):
         host, value = _host(model, name)
         reason = getattr(type(host), value).reason(host)
-        if reason is not None:
+        if reason is None:
+            continue
+        if name not in wild:
             raise Unavailable(host, value, reason)
+        del ranked[name]
+        if skipped is not None:
+            skipped[name] = reason
     return sorted(ranked, key=ranked.__getitem__)
 
 
@@ -278,13 +341,25 @@ def cache_values(
     remote: bool | str = False,
     stop_at_layer: int | None = None,
     engine: str = "auto",
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> ValueCache:
     """Read standard values over many prompts, batch by batch: a ``ValueCache`` of ``[prompts, ...]`` tensors.
 
     ``names`` are standard names: ``"logits"``, ``"layers.3.layer_output"``,
     ``"layers.3.self_attn.attention_probabilities"``; ``*`` stands for every
     layer (``"layers.*.mlp.mlp_output"``) and a negative index counts from the
-    end. ``"layers.<i or *>.contributions"`` stands for every term the block
+    end. In the value's place it stands for every value there: ``"*"`` every
+    standard value of the model, ``"layers.*.*"`` every block's,
+    ``"layers.3.*"`` block 3's, ``"layers.*.mlp.*"`` (``self_attn.*``) one
+    sublayer's. A wildcard caches only the values this checkpoint serves: the
+    others (a value the family lacks, attention patterns under a fused
+    kernel...) are in ``cache.skipped`` with the reason; a value named that it
+    lacks raises its ``Unavailable``.
+
+    ``max_bytes`` (4 GiB by default; None for no limit) bounds what the cache
+    will hold, estimated from the values' layouts before anything runs
+    (``estimate_cache``): above it the call is an ``InvalidArgument`` naming the
+    estimate and the largest values. ``"layers.<i or *>.contributions"`` stands for every term the block
     adds to its stream (``Layer.contributions()``: the sublayers'
     contributions, and a rescaling's or a per-layer input's terms where it has
     them), as ``decompose_resid`` needs. TransformerLens hook names are read as the standard value that holds
@@ -342,9 +417,17 @@ def cache_values(
         raise InvalidArgument(function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'")
     if stop_at_layer is not None:
         stop_at_layer = _arguments.layer(model, stop_at_layer, function=function, argument="stop_at_layer")
+    max_bytes = _checked_limit(max_bytes, function)
     batch = _arguments.prompts(model, prompts, function=function)
     planned = _planned(model, names)
     requested, hosts = planned.requested, planned.hosts
+    if not requested:
+        raise InvalidArgument(
+            function, "names", names, f"no value this checkpoint serves: {_skipped_line(planned.skipped)}",
+            "ask for values it serves (model.support() lists them)",
+        )
+    if max_bytes is not None:
+        _check_size(_estimate(model, planned, batch, dtype), max_bytes, function)
     if stop_at_layer is not None:
         beyond = [
             name
@@ -381,7 +464,66 @@ def cache_values(
     return ValueCache(
         dict(zip(requested, values)), batch.input_ids, batch.attention_mask, model.num_layers,
         spellings=planned.spellings, contributions=planned.terms, engine=reader.engine, fallback=reader.fallback,
+        skipped=planned.skipped,
     )
+
+
+def estimate_cache(
+    model: Any, prompts: Any, names: str | Sequence[str], *, dtype: torch.dtype | None = None
+) -> CacheEstimate:
+    """What ``cache_values(model, prompts, names, dtype=dtype)`` would hold, without running the model: a ``CacheEstimate``.
+
+    Each value's shape is its layout's for these prompts (tokenized and padded
+    as ``cache_values`` pads them), its dtype ``dtype`` where given and the
+    value is floating, else the model's (int64 for expert indices); bytes are
+    ``numel * itemsize``. Exact for every value whose layout sizes all its axes
+    (``unsized`` lists any other); a family that computes a value in another
+    dtype than its weights' (router logits upcast to float32 under bfloat16)
+    differs by that. ``skipped`` lists what a wildcard left out, with reasons.
+    """
+    function = "estimate_cache"
+    _check_dtype(dtype, function)
+    names = [names] if isinstance(names, str) else list(names)
+    if not names:
+        raise InvalidArgument(function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'")
+    batch = _arguments.prompts(model, prompts, function=function)
+    return _estimate(model, _planned(model, names), batch, dtype)
+
+
+def _estimate(model: Any, planned: _Plan, batch: _arguments.Batch, dtype: torch.dtype | None) -> CacheEstimate:
+    found = estimated(model, planned.hosts, planned.requested, len(batch), batch.input_ids.shape[1], dtype)
+    found.skipped.update(planned.skipped)
+    return found
+
+
+def _check_size(estimate: CacheEstimate, max_bytes: int, function: str) -> None:
+    """Refuse a cache estimated above ``max_bytes``, naming the estimate, its largest values and the argument to raise."""
+    if estimate.total <= max_bytes:
+        return
+    largest = ", ".join(f"{name} ({readable(size)})" for name, size in estimate.largest())
+    raise InvalidArgument(
+        function,
+        "max_bytes",
+        max_bytes,
+        f"the cache would hold about {readable(estimate.total)} ({estimate.total} bytes) in {len(estimate.bytes)} values, "
+        f"more than max_bytes ({readable(max_bytes)}); the largest: {largest}",
+        f"pass max_bytes={estimate.total} or more (None for no limit), or ask for fewer values, prompts or a smaller dtype=",
+    )
+
+
+def _checked_limit(max_bytes: Any, function: str) -> int | None:
+    """``max_bytes`` as a whole number of bytes (a float such as ``8e9`` rounded down), or None for no limit."""
+    if max_bytes is None:
+        return None
+    if isinstance(max_bytes, float) and math.isfinite(max_bytes) and max_bytes >= 1:
+        return int(max_bytes)
+    return _arguments.count(max_bytes, function=function, argument="max_bytes")
+
+
+def _skipped_line(skipped: dict[str, str]) -> str:
+    shown = list(skipped.items())[:3]
+    more = f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""
+    return "; ".join(f"{name}: {reason}" for name, reason in shown) + more
 
 
 def _check_dtype(dtype: Any, function: str) -> None:
@@ -451,12 +593,14 @@ class _Plan:
     classes, its loaded modules and the proof's refutations, kept per model (``_planned``) so each call does not
     work it out again."""
 
-    __slots__ = ("spellings", "requested", "hosts", "served_first", "stop", "terms", "checks", "located")
+    __slots__ = ("spellings", "requested", "skipped", "hosts", "served_first", "stop", "terms", "checks", "located")
 
     def __init__(self, model: Any, names: list[str]) -> None:
-        standard = [standard_name(model, name) for name in names]
+        standard = [name if wildcard(name) else standard_name(model, name) for name in names]
         self.spellings = _spellings(model, names)
-        self.requested = expand_names(model, standard)
+        #: the values a wildcard stands for that this checkpoint lacks, each with its reason
+        self.skipped: dict[str, str] = {}
+        self.requested = expand_names(model, standard, skipped=self.skipped)
         #: the root values served before the blocks run (what ``stop_at_layer`` does not end)
         self.served_first = _root_values(model)[0]
         #: the block each forward may end after, where nothing is read after the blocks
@@ -466,7 +610,7 @@ class _Plan:
         self.terms = {index: _block_terms(model, index) for index in range(model.num_layers)}
         #: the availabilities a function decides (a family's reason reading the config, the attention kernel...):
         #: ``(host, descriptor, reason)``, asked again on each call that reuses the plan
-        self.checks = _asked_each_call(model, self.hosts)
+        self.checks = _asked_each_call(model, self.hosts + [_host(model, name) for name in self.skipped])
         #: the hooks path's memo (``_hooks.plan``): where each value sits on the loaded modules
         self.located: dict = {}
 
