@@ -6,7 +6,8 @@ strings or token ids (a tensor, id lists, the tokenizer's encoding); a batch
 is left-padded whatever side the tokenizer pads, so positions are each
 prompt's own and ``-1`` is every prompt's last token. Arguments are checked
 before the model runs (``nnterp.InvalidArgument``). Results are probabilities
-(softmax in float32), detached, on the CPU.
+(softmax in float32), or the lens's logits where asked (``output="logits"``),
+detached, on the CPU.
 """
 
 from __future__ import annotations
@@ -46,11 +47,22 @@ def _at(probs: Tensor, positions: Positions) -> Tensor:
     return probs[:, 0] if one else probs
 
 
+OUTPUTS = ("probs", "logits")
+
+
+def _output(output: Any, function: str) -> str:
+    if output not in OUTPUTS:
+        raise _arguments.InvalidArgument(function, "output", output, "expected 'probs' (softmax, float32) or 'logits' (project_on_vocab, float32)")
+    return output
+
+
 @torch.no_grad()
 def logit_lens(
     model: Any,
     prompts: Any,
     *,
+    output: str = "probs",
+    embeddings: bool = False,
     inverse: bool = False,
     positions: Positions = None,
     remote: bool | str = False,
@@ -67,11 +79,21 @@ def logit_lens(
     ``[batch, num_layers, vocab_size]``), a list or slice keeps it. The last
     layer's lens is the model's own next-token distribution.
 
-    With ``inverse=True`` the result is ``(probs, inverse_probs)``, where
-    ``inverse_probs`` is the lens on the negated stream,
+    ``output="logits"`` gives ``project_on_vocab(layer_output)`` itself (in
+    float32; the last layer's are the model's logits, softcap and scale
+    included), ``"probs"`` (the default) their softmax. With
+    ``embeddings=True`` a row comes first: the lens on
+    ``layers[0].layer_input``, the stream as block 0 reads it (the token
+    embeddings, plus the position embeddings where a family adds them, times
+    the scale where one is inside the embedding module, Gemma's
+    ``sqrt(hidden_size)``), giving ``[batch, num_layers + 1, seq, vocab_size]``.
+
+    With ``inverse=True`` the result is ``(lens, inverse_lens)``, where
+    ``inverse_lens`` is the lens on the negated stream,
     ``softmax(project_on_vocab(-layer_output))`` (nnterp 1.x's
-    ``return_inv_logits``): the tokens the stream points away from. With an
-    odd final norm and no ``lm_head`` bias (RMSNorm families) it is
+    ``return_inv_logits``; logits with ``output="logits"``, the embedding
+    row with ``embeddings=True``): the tokens the stream points away from.
+    With an odd final norm and no ``lm_head`` bias (RMSNorm families) it is
     ``softmax(-logits)``.
 
     On a model carrying several residual streams per token (hyper-connections:
@@ -83,42 +105,67 @@ def logit_lens(
     each layer's lens is what the model would predict were that block its
     last, and the last layer's is still the model's own distribution.
 
-    Where every block's ``layer_output`` is read at a module boundary and the
-    family's ``project_on_vocab`` is a plain module computation (the final
-    norm, ``lm_head``, a softcap or a scale), the streams come off forward
-    hooks on the model's plain forward, which ends after the last block, and
-    are projected after it: the same probabilities bit for bit
-    (``nnterp.toolkit._hooks``). ``engine="nnsight"`` forces the trace,
-    ``engine="hooks"`` refuses a model it does not fit.
+    Where every block's ``layer_output`` (and block 0's ``layer_input``) is
+    read at a module boundary and the family's ``project_on_vocab`` is a
+    plain module computation (the final norm, ``lm_head``, a softcap or a
+    scale), the streams come off forward hooks on the model's plain forward,
+    which ends after the last block, and are projected after it: the same
+    values bit for bit (``nnterp.toolkit._hooks``). ``engine="nnsight"``
+    forces the trace, ``engine="hooks"`` refuses a model it does not fit.
     """
-    _arguments.outside_trace("logit_lens")
-    batch = _arguments.prompts(model, prompts, function="logit_lens")
+    return _lens(model, prompts, "logit_lens", output=output, embeddings=embeddings, inverse=inverse, positions=positions, remote=remote, engine=engine)
+
+
+def _lens(
+    model: Any,
+    prompts: Any,
+    function: str,
+    *,
+    output: str,
+    embeddings: bool,
+    inverse: bool,
+    positions: Positions,
+    remote: bool | str,
+    engine: str,
+    translate: Callable[[int, Tensor], Tensor] | None = None,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """The lens of ``logit_lens`` (``function`` names the caller in errors); ``translate(row, stream)``, if given, maps each row's stream before the projection."""
+    _arguments.outside_trace(function)
+    output = _output(output, function)
+    if not isinstance(embeddings, bool):
+        raise _arguments.InvalidArgument(function, "embeddings", embeddings, "expected True (a first row, the lens on layers[0].layer_input) or False")
+    batch = _arguments.prompts(model, prompts, function=function)
     # an int keeps its axis until the projection, so the stream keeps its layout (several streams included)
     width = batch.input_ids.shape[1]
-    chosen = None if positions is None else _arguments.prompt_positions(positions, batch.lengths(), width, function="logit_lens")
-    probs: list[Tensor] = []
-    inverse_probs: list[Tensor] = []
+    chosen = None if positions is None else _arguments.prompt_positions(positions, batch.lengths(), width, function=function)
+    finish = _probs if output == "probs" else lambda logits: logits.float().detach().cpu()
+    rows: list[Tensor] = []
+    inverse_rows: list[Tensor] = []
 
     def project(hidden: Tensor) -> None:
         if chosen is not None:
             hidden = hidden[torch.arange(len(batch))[:, None], chosen.to(hidden.device)]
-        probs.append(_at(_probs(model.project_on_vocab(hidden)), positions))
+        if translate is not None:
+            hidden = translate(len(rows), hidden)
+        rows.append(_at(finish(model.project_on_vocab(hidden)), positions))
         if inverse:
-            inverse_probs.append(_at(_probs(model.project_on_vocab(-hidden)), positions))
+            inverse_rows.append(_at(finish(model.project_on_vocab(-hidden)), positions))
 
     with _arguments.left_padding(model):
-        streams = _streams_on_hooks(model, batch, engine, remote)
+        streams = _streams_on_hooks(model, batch, engine, remote, embeddings)
     if streams is not None:
         for hidden in streams:
             project(hidden)
     else:
         with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
-            nnsight.save(probs)
-            nnsight.save(inverse_probs)
+            nnsight.save(rows)
+            nnsight.save(inverse_rows)
+            if embeddings:
+                project(model.layers[0].layer_input)
             for layer in model.layers:
                 project(layer.layer_output)
-    lens = torch.stack(probs, dim=1)
-    return (lens, torch.stack(inverse_probs, dim=1)) if inverse else lens
+    lens = torch.stack(rows, dim=1)
+    return (lens, torch.stack(inverse_rows, dim=1)) if inverse else lens
 
 
 def _plain_projection(model: Any) -> bool:
@@ -130,9 +177,11 @@ def _plain_projection(model: Any) -> bool:
     return chosen is None or chosen in plain
 
 
-def _streams_on_hooks(model: Any, batch: _arguments.Batch, engine: str, remote: bool | str) -> list[Tensor] | None:
-    """Every block's ``layer_output`` off forward hooks, or None where the lens must trace (``engine`` allowing)."""
-    boundaries, why = hooks.choose(model, [(layer, "layer_output") for layer in model.layers], engine, remote)
+def _streams_on_hooks(model: Any, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool = False) -> list[Tensor] | None:
+    """Every block's ``layer_output`` (after block 0's ``layer_input`` with ``embeddings``) off forward hooks, or None where the lens must trace (``engine`` allowing)."""
+    hosts = [(model.layers[0], "layer_input")] if embeddings else []
+    hosts += [(layer, "layer_output") for layer in model.layers]
+    boundaries, why = hooks.choose(model, hosts, engine, remote)
     if boundaries is not None and not _plain_projection(model):
         boundaries, why = None, f"the {model.family.name} family projects on the vocabulary with its own function"
     if boundaries is not None:
