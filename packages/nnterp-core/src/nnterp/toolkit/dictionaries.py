@@ -1,4 +1,4 @@
-"""Sparse dictionaries on standard values: SAEs and transcoders, loaded from SAELens folders and spliced into traces.
+"""Sparse dictionaries on standard values: SAEs and transcoders, spliced into traces (loaded by ``dictionary_formats``).
 
 A ``Dictionary`` encodes the value it ``reads`` into ``d_sae`` sparse feature
 activations and decodes them into the value it ``writes``: the same value for a
@@ -9,6 +9,8 @@ resolved through ``nnterp.toolkit.names``, so one dictionary file runs on every
 family with no per-family code::
 
     sae = Dictionary.from_saelens("path/to/sae")            # cfg.json + sae_weights.safetensors
+    sae = Dictionary.from_gemma_scope("params.npz", reads="layers.12.layer_output")
+    sae = Dictionary.from_sparsify("run/layers.6", model)    # the hookpoint's standard value on the model
     acts = feature_activations(model, sae, prompts)          # [batch, seq, d_sae]
     logits = ablate_features(model, sae, prompts, [12, 40])  # the rest of the value untouched
     report = evaluate_dictionary(model, sae, prompts)        # MSE, variance explained, L0, CE loss recovered
@@ -20,7 +22,6 @@ built on it; they run without gradients and return CPU tensors.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -62,16 +63,6 @@ ARCHITECTURES = {
     "jumprelu_transcoder": ("jumprelu", True, False),
     "skip_transcoder": ("relu", True, True),
 }
-CFG_FILENAME = "cfg.json"
-WEIGHTS_FILENAME = "sae_weights.safetensors"
-#: the SAELens version whose cfg layout ``save`` writes (SAELens reads the version to pick the layout)
-FORMAT_VERSION = "6.0.0"
-#: the keys SAELens keeps under ``metadata`` (before 6.0 they sat at the top level of cfg.json)
-METADATA_KEYS = (
-    "model_name", "hook_name", "model_class_name", "hook_head_index", "model_from_pretrained_kwargs",
-    "prepend_bos", "exclude_special_tokens", "neuronpedia_id", "context_size", "seqpos_slice",
-    "dataset_path", "sae_lens_version", "sae_lens_training_version", "hook_name_out", "hook_head_index_out",
-)  # fmt: skip
 _LN_EPS = 1e-5
 
 #: strings or token ids, as ``_arguments.prompts`` reads them (a tensor, id lists, the tokenizer's encoding)
@@ -314,113 +305,35 @@ class Dictionary:
         norm_scaling_factor: float | None = None,
         device: str | torch.device = "cpu",
     ) -> Dictionary:
-        """Load a SAELens folder: ``cfg.json`` and ``sae_weights.safetensors`` (SAELens 6's layout, or an earlier one).
+        """Load a SAELens folder (``cfg.json``, ``sae_weights.safetensors``): ``dictionary_formats.load_saelens``."""
+        from .dictionary_formats import load_saelens
 
-        Reads the architectures ``standard``, ``jumprelu``, ``topk``,
-        ``transcoder``, ``jumprelu_transcoder`` and ``skip_transcoder`` (and a
-        pre-6 ``standard`` with ``activation_fn: topk``). The sites are the
-        cfg's ``hook_name`` (and ``hook_name_out``), unless ``reads`` /
-        ``writes`` override them. ``normalize_activations:
-        expected_average_only_in`` needs the dataset's ``norm_scaling_factor``,
-        which is folded into the weights as SAELens does. What this module does
-        not implement is refused with a ValueError naming it: another
-        architecture, a ``hook_z`` reshape, a single head's SAE
-        (``hook_head_index``), a fine-tuning scaling factor.
-        """
-        from safetensors.torch import load_file
-
-        folder = Path(path)
-        for name in (CFG_FILENAME, WEIGHTS_FILENAME):
-            if not (folder / name).is_file():
-                raise FileNotFoundError(f"{folder} has no {name}: a SAELens folder holds {CFG_FILENAME} and {WEIGHTS_FILENAME}")
-        cfg = json.loads((folder / CFG_FILENAME).read_text())
-        weights = load_file(str(folder / WEIGHTS_FILENAME), device=str(device))
-        return cls._from_cfg(cfg, weights, reads=reads, writes=writes, norm_scaling_factor=norm_scaling_factor, where=str(folder))
+        return load_saelens(path, reads=reads, writes=writes, norm_scaling_factor=norm_scaling_factor, device=device)
 
     @classmethod
-    def _from_cfg(cls, cfg: dict[str, Any], weights: dict[str, Tensor], *, reads, writes, norm_scaling_factor, where: str) -> Dictionary:
-        def refuse(problem: str) -> ValueError:
-            return ValueError(f"{where}: {problem}")
+    def from_gemma_scope(
+        cls, path: str | Path, *, reads: str, writes: str | None = None, model: Any = None, device: str | torch.device = "cpu"
+    ) -> Dictionary:
+        """Load a Gemma Scope ``params.npz`` (a JumpReLU SAE, or transcoder with ``writes``) at ``reads``: ``dictionary_formats.load_gemma_scope``."""
+        from .dictionary_formats import load_gemma_scope
 
-        metadata = {key: cfg[key] for key in METADATA_KEYS if key in cfg}  # before SAELens 6
-        metadata.update(cfg.get("metadata") or {})
-        architecture = cfg.get("architecture", "standard")
-        activation_fn = cfg.get("activation_fn", cfg.get("activation_fn_str"))
-        k = cfg.get("k")
-        if architecture == "standard" and activation_fn == "topk":
-            architecture, k = "topk", (cfg.get("activation_fn_kwargs") or {}).get("k", k)
-        elif activation_fn not in (None, "relu"):
-            raise refuse(f"activation_fn {activation_fn!r} is not supported (relu, or topk on a standard SAE)")
-        if architecture not in ARCHITECTURES:
-            raise refuse(f"architecture {architecture!r} is not supported; this module reads {', '.join(ARCHITECTURES)}")
-        activation, transcoder, skip = ARCHITECTURES[architecture]
+        return load_gemma_scope(path, reads=reads, writes=writes, model=model, device=device)
 
-        normalize = cfg.get("normalize_activations", "none")
-        if isinstance(normalize, bool) or normalize is None:  # SAELens before 6 wrote a bool
-            normalize = "expected_average_only_in" if normalize else "none"
-        if normalize == "expected_average_only_in":
-            if norm_scaling_factor is None:
-                raise refuse(
-                    "normalize_activations is expected_average_only_in, which scales inputs by a factor estimated on the "
-                    "training data that the folder does not hold: pass norm_scaling_factor= (SAELens's pretrained "
-                    "directory lists it) to fold it into the weights"
-                )
-        elif norm_scaling_factor is not None:
-            raise refuse(f"norm_scaling_factor is for expected_average_only_in SAEs; this one's normalize_activations is {normalize!r}")
-        elif normalize not in NORMALIZATIONS:
-            raise refuse(
-                f"normalize_activations {normalize!r} is not supported; "
-                f"this module implements {', '.join(NORMALIZATIONS)} and expected_average_only_in"
-            )
-        hook_name = metadata.pop("hook_name", None) or metadata.pop("hook_point", None) or cfg.get("hook_point")
-        reshape = cfg.get("reshape_activations") or ("hook_z" if "hook_z" in (hook_name or "") else "none")
-        if reshape != "none":
-            raise refuse(
-                f"reshape_activations {reshape!r} (an SAE over flattened heads) is not supported: "
-                "dictionaries read [batch, seq, d_in] values"
-            )
-        for head in ("hook_head_index", "hook_head_index_out"):
-            if metadata.get(head) is not None:
-                raise refuse(f"{head} {metadata[head]} makes this an SAE of one attention head, which is not supported")
-        if cfg.get("finetuning_scaling_factor") or ("scaling_factor" in weights and not torch.all(weights["scaling_factor"] == 1)):
-            raise refuse("a finetuning scaling factor (an older SAELens option) is not supported")
+    @classmethod
+    def from_sparsify(
+        cls,
+        path: str | Path,
+        model: Any = None,
+        *,
+        hookpoint: str | None = None,
+        reads: str | None = None,
+        writes: str | None = None,
+        device: str | torch.device = "cpu",
+    ) -> Dictionary:
+        """Load an EleutherAI sparsify hookpoint folder (a TopK SAE or transcoder), sited on ``model``: ``dictionary_formats.load_sparsify``."""
+        from .dictionary_formats import load_sparsify
 
-        hook_name_out = metadata.pop("hook_name_out", None)
-        reads = reads or hook_name
-        if not reads:
-            raise refuse("cfg.json names no hook_name: pass reads= (a standard name such as 'layers.3.layer_input')")
-        if transcoder:
-            writes = writes or hook_name_out
-            if not writes:
-                raise refuse(f"a {architecture} writes another value than it reads, and cfg.json names no hook_name_out: pass writes=")
-        elif writes is not None:
-            raise refuse(f"writes= is for transcoders; this folder holds a {architecture} SAE")
-
-        if "threshold" not in weights and "log_threshold" in weights:
-            weights["threshold"] = weights["log_threshold"].exp()
-        needed = ["W_enc", "W_dec", "b_enc", "b_dec"] + (["threshold"] if activation == "jumprelu" else []) + (["W_skip"] if skip else [])
-        missing = [name for name in needed if name not in weights]
-        if missing:
-            raise refuse(f"{WEIGHTS_FILENAME} lacks {', '.join(missing)}, which a {architecture} needs")
-        d_in, d_sae = cfg.get("d_in"), cfg.get("d_sae")
-        if (d_in, d_sae) != (None, None) and tuple(weights["W_enc"].shape) != (d_in, d_sae):
-            raise refuse(f"W_enc is {_shape(weights['W_enc'])}, but cfg.json says d_in={d_in}, d_sae={d_sae}")
-        W_enc, W_dec, b_dec = weights["W_enc"], weights["W_dec"], weights["b_dec"]
-        if norm_scaling_factor is not None:
-            # the SAE was trained on x * factor: fold the factor in, so it reads x itself
-            W_enc, W_dec, b_dec = W_enc * norm_scaling_factor, W_dec / norm_scaling_factor, b_dec / norm_scaling_factor
-            normalize = "none"
-        metadata.pop("sae_lens_version", None)
-        return cls(
-            W_enc, W_dec, weights["b_enc"], b_dec, reads=reads, writes=writes if transcoder else None,
-            activation=activation, k=int(k) if activation == "topk" and k is not None else None,
-            threshold=weights.get("threshold") if activation == "jumprelu" else None,
-            W_skip=weights.get("W_skip") if skip else None,
-            apply_b_dec_to_input=bool(cfg.get("apply_b_dec_to_input", not transcoder)),
-            normalize_activations=normalize,
-            rescale_acts_by_decoder_norm=bool(cfg.get("rescale_acts_by_decoder_norm", False)),
-            metadata=metadata,
-        )  # fmt: skip
+        return load_sparsify(path, model, hookpoint=hookpoint, reads=reads, writes=writes, device=device)
 
     def save(self, path: str | Path) -> Path:
         """Write this dictionary as a SAELens 6 folder (``cfg.json``, ``sae_weights.safetensors``); the folder's path.
@@ -428,34 +341,9 @@ class Dictionary:
         ``hook_name`` (and ``hook_name_out``) are ``reads`` (and ``writes``) as
         given; ``from_saelens`` loads the folder back equal.
         """
-        from safetensors.torch import save_file
+        from .dictionary_formats import save_saelens
 
-        folder = Path(path)
-        folder.mkdir(parents=True, exist_ok=True)
-        cfg: dict[str, Any] = {
-            "architecture": self.architecture,
-            "d_in": self.d_in,
-            "d_sae": self.d_sae,
-            "dtype": str(self.W_enc.dtype).removeprefix("torch."),
-            "device": "cpu",
-            "apply_b_dec_to_input": self.apply_b_dec_to_input,
-            "normalize_activations": self.normalize_activations,
-            "reshape_activations": "none",
-        }
-        if self.activation == "topk":
-            cfg.update(k=self.k, rescale_acts_by_decoder_norm=self.rescale_acts_by_decoder_norm)
-        if self.is_transcoder:
-            cfg["d_out"] = self.d_out
-        where = {"hook_name": self.reads} | ({"hook_name_out": self.writes} if self.is_transcoder else {})
-        cfg["metadata"] = {**self.metadata, **where, "sae_lens_version": FORMAT_VERSION}
-        tensors = {"W_enc": self.W_enc, "W_dec": self.W_dec, "b_enc": self.b_enc, "b_dec": self.b_dec}
-        if self.threshold is not None:
-            tensors["threshold"] = self.threshold
-        if self.W_skip is not None:
-            tensors["W_skip"] = self.W_skip
-        save_file({name: tensor.detach().cpu().contiguous() for name, tensor in tensors.items()}, str(folder / WEIGHTS_FILENAME))
-        (folder / CFG_FILENAME).write_text(json.dumps(cfg, indent=2))
-        return folder
+        return save_saelens(self, path)
 
     # -- on a model ----------------------------------------------------------------
 
