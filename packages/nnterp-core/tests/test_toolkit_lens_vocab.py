@@ -34,9 +34,14 @@ def hooked(model, prompts):
     def before(module, args, kwargs):
         found.setdefault("embeddings", first(args[0] if args else kwargs["hidden_states"]))
 
+    def after(index):
+        def hook(module, args, output):  # returns None: the output goes on unchanged
+            found.setdefault(index, first(output))
+
+        return hook
+
     handles = [layers[0].register_forward_pre_hook(before, with_kwargs=True)]
-    for index, layer in enumerate(layers):
-        handles.append(layer.register_forward_hook(lambda _m, _a, out, i=index: found.setdefault(i, first(out))))
+    handles += [layer.register_forward_hook(after(index)) for index, layer in enumerate(layers)]
     encoding = model.tokenizer(prompts, padding=True, padding_side="left", return_tensors="pt")
     mask = encoding["attention_mask"]
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # each left-padded row counted from its first token

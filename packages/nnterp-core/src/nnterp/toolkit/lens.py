@@ -195,6 +195,23 @@ def _streams_on_hooks(model: Any, batch: _arguments.Batch, engine: str, remote: 
 
 
 @torch.no_grad()
+def _streams(model: Any, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool) -> list[Tensor]:
+    """The streams the lens projects, detached where the model runs: block 0's ``layer_input`` (with ``embeddings``), then every ``layer_output``."""
+    with _arguments.left_padding(model):
+        streams = _streams_on_hooks(model, batch, engine, remote, embeddings)
+    if streams is not None:
+        return streams
+    read: list[Tensor] = []
+    with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
+        nnsight.save(read)
+        if embeddings:
+            read.append(model.layers[0].layer_input.detach().clone())
+        for layer in model.layers:
+            read.append(layer.layer_output.detach().clone())
+    return read
+
+
+@torch.no_grad()
 def next_token_probs(
     model: Any,
     prompts: Any,
