@@ -86,3 +86,12 @@ def test_bad_ids_are_refused(tiny_model):
         token_labels(tokenizer, "abc")
     with pytest.raises(InvalidArgument, match=r"(?s)token_labels\(ids=.*one sequence"):
         token_labels(tokenizer, torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_patching_sweeps_label_positions_with_readable_tokens(tiny_model):
+    from nnterp.toolkit.patching import patch_residual
+
+    model = tiny_model("llama")
+    sweep = patch_residual(model, TEXT, TEXT, lambda logits: logits[:, -1, 0].mean(), layers=[0], progress=False)
+    assert sweep.labels["position"] == str_tokens(model, TEXT)
+    assert all("\ufffd" not in label for label in sweep.labels["position"])

@@ -127,16 +127,16 @@ class TunedLens:
         for step in bar:
             batch = batches[step % len(batches)]
             streams = _streams(model, batch, engine, remote, embeddings=True)
-            real = batch.attention_mask.bool().to(streams[0].device)
+            # whole rows (the stream's own layout, several streams included), the padding weighted out
+            real = batch.attention_mask.to(streams[0].device, torch.float32)
             with torch.no_grad():
-                final = model.project_on_vocab(streams[-1][real]).float().log_softmax(-1)
+                final = model.project_on_vocab(streams[-1]).float().log_softmax(-1)
             gradients_w, gradients_b, losses = [], [], []
             for row in range(trained):
                 with torch.enable_grad():
-                    hidden = streams[row][real]
-                    translated = _translate(hidden, weight[row], bias[row])
+                    translated = _translate(streams[row], weight[row], bias[row])
                     lens_logp = model.project_on_vocab(translated).float().log_softmax(-1)
-                    kl = (final.exp() * (final - lens_logp)).sum(-1).mean()
+                    kl = ((final.exp() * (final - lens_logp)).sum(-1) * real).sum() / real.sum()
                     grad_w, grad_b = torch.autograd.grad(kl, [weight, bias])
                 gradients_w.append(grad_w)
                 gradients_b.append(grad_b)
