@@ -78,8 +78,11 @@ def test_lens_logits_and_embedding_row_match_hooked_hf_modules(model, engine):
     assert lens.dtype == torch.float32 and lens.device.type == "cpu" and not lens.requires_grad
     expected = torch.stack([hf_projection(model, hidden) for hidden in [embeddings, *outputs]], dim=1)
     torch.testing.assert_close(real(lens, mask), real(expected, mask), atol=ATOL, rtol=0)
-    # the last row is the model's own logits, the softcap included
+    # the last row is the model's own logits, the softcap included: bit for bit those the model computes
     torch.testing.assert_close(lens[:, -1][mask], logits[mask], atol=ATOL, rtol=0)
+    with torch.no_grad(), model.trace(PROMPTS):
+        traced = model.logits.save()
+    torch.testing.assert_close(lens[:, -1], traced.float(), atol=0, rtol=0)
 
 
 def test_gemma2s_lens_is_softcapped_and_its_embedding_row_scaled(tiny_model):
