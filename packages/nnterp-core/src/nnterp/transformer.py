@@ -30,6 +30,7 @@ from .errors import FamilyMismatch, Unavailable, UnprovenFamily
 from .family import Family, as_family
 from .inference import sibling
 from .layouts import Logits
+from .legacy import nnterp13
 from .logits import unembed
 
 
@@ -60,6 +61,7 @@ def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict) -> dict:
     return {**tp_envoys(), **envoys}
 
 
+@nnterp13  # nnterp 1.3's names (layers_output, attentions_output ...), each warning once: nnterp/legacy.py
 class StandardizedTransformer(TransformersModel):
     """A HuggingFace causal LM whose insides carry the same names and meanings on every family.
 
