@@ -15,7 +15,7 @@ sandwich and rescaling blocks alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Callable, NamedTuple
 
 import torch
@@ -32,6 +32,11 @@ ACCUMULATED_RESID = ("layers.0.layer_input", "layers.*.layer_output")
 DECOMPOSE_RESID = ("layers.0.layer_input", f"layers.*.{CONTRIBUTIONS}")
 #: what ``direct_logit_attribution(..., heads=True)`` needs besides ``DECOMPOSE_RESID``
 HEAD_OUTPUTS = ("layers.*.self_attn.attention_head_outputs",)
+#: what ``direct_logit_attribution(..., neurons=True)`` needs besides ``DECOMPOSE_RESID``
+NEURONS = ("layers.*.mlp.mlp_neurons",)
+#: what ``direct_logit_attribution(..., experts=True)`` needs besides ``DECOMPOSE_RESID`` (and
+#: ``layers.*.mlp.shared_expert_output`` where the mixture has a shared expert)
+EXPERTS = ("layers.*.mlp.expert_outputs", "layers.*.mlp.expert_indices")
 
 EMBEDDINGS = "layers.0.layer_input"
 #: a block's terms where the cache does not record its own: the attention's and the MLP's contributions
@@ -109,29 +114,31 @@ def decompose_resid(cache: ValueCache) -> Components:
 # -- direct logit attribution ---------------------------------------------------------
 
 
-def _final_norm(model: Any, final: Tensor) -> tuple[Callable[[Tensor], Tensor], Tensor]:
-    """The final norm as a linear map with its per-token scale frozen at ``final``'s, and its bias.
+def _frozen_norm(envoy: Any, stream: Tensor, where: str) -> tuple[Callable[[Tensor], Tensor], Tensor, Tensor]:
+    """A norm with its per-token scale frozen at ``stream``'s: ``(shape, factor, bias)``, ``shape(stream) * factor + bias == norm(stream)``.
 
-    Returns ``(linear, bias)`` with ``linear(final) + bias == norm(final)``.
-    The norm is read as ``weight * center(x) / scale(x) + bias`` (LayerNorm,
-    RMSNorm, Gemma's ``1 + weight``): the bias is ``norm(0)``, the centering
-    is detected (does the norm ignore a constant shift?), ``weight * center(c)``
-    is the norm run on ``c`` blown up so far that its epsilon does not count,
-    and ``scale`` is what the model divided ``final`` by, epsilon included.
-    Everything goes through the norm module itself, so nothing is per family.
+    ``shape`` is linear and the same at every token (``weight * center(x)``),
+    ``factor`` (``[..., 1]``) the per-token ``1 / scale`` the model used on
+    ``stream``, epsilon included. The norm is read as ``weight * center(x) /
+    scale(x) + bias`` (LayerNorm, RMSNorm, Gemma's ``1 + weight``): the bias
+    is ``norm(0)``, the centering is detected (does the norm ignore a
+    constant shift?), ``weight * center(c)`` is the norm run on ``c`` blown
+    up so far that its epsilon does not count, and the scale is what the
+    model divided ``stream`` by. Everything goes through the norm module
+    itself, so nothing is per family. ``envoy`` None is no norm (the
+    identity).
     """
-    module = model.__dict__.get("norm")
-    if module is None:  # a family without a final norm: the unembedding reads the stream as is
-        return (lambda contribution: contribution.float()), torch.zeros(final.shape[-1], device=final.device)
-    module = module._module
+    if envoy is None:  # no norm: the stream is read as is
+        return (lambda contribution: contribution.float()), torch.ones(*stream.shape[:-1], 1, device=stream.device), torch.zeros(stream.shape[-1], device=stream.device)
+    module = envoy._module if hasattr(envoy, "_module") else envoy
     parameter = next(module.parameters(), None)
-    device = parameter.device if parameter is not None else final.device
-    dtype = parameter.dtype if parameter is not None else final.dtype
+    device = parameter.device if parameter is not None else stream.device
+    dtype = parameter.dtype if parameter is not None else stream.dtype
 
     def run(tensor: Tensor) -> Tensor:
         return module(tensor.to(device=device, dtype=dtype)).float()
 
-    width = final.shape[-1]
+    width = stream.shape[-1]
     bias = run(torch.zeros(1, width))[0]
     probe = torch.randn(1, width, generator=torch.Generator().manual_seed(0))
     normed = run(probe)
@@ -145,23 +152,23 @@ def _final_norm(model: Any, final: Tensor) -> tuple[Callable[[Tensor], Tensor], 
         safe = torch.where(size > 0, size, torch.ones_like(size))
         return (run(centered * (1e3 / safe)) - bias) * (size > 0), size
 
-    applied = run(final) - bias
-    unit, size = direction(final)
-    # weight * center(final) / scale(final) == applied: the scale the model used, as a multiple of size
+    applied = run(stream) - bias
+    unit, size = direction(stream)
+    # weight * center(stream) / scale(stream) == applied: the scale the model used, as a multiple of size
     ratio = applied.norm(dim=-1, keepdim=True) / unit.norm(dim=-1, keepdim=True).clamp_min(1e-30)
     if not torch.allclose(unit * ratio, applied, rtol=1e-2, atol=1e-2 * float(applied.abs().max())):
         raise Unavailable(
-            "model.norm",
+            where,
             "direct_logit_attribution",
-            "the final norm is not a normalization followed by an elementwise scale and shift, so it has no per-token scale to freeze",
+            "the norm is not a normalization followed by an elementwise scale and shift, so it has no per-token scale to freeze",
         )
     factor = ratio / size.clamp_min(1e-30)
 
-    def linear(contribution: Tensor) -> Tensor:
+    def shape(contribution: Tensor) -> Tensor:
         unit_c, size_c = direction(contribution)
-        return unit_c * size_c * factor
+        return unit_c * size_c
 
-    return linear, bias
+    return shape, factor, bias
 
 
 def _token_ids(model: Any, tokens: Any, shape: tuple[int, ...]) -> Tensor:
@@ -220,18 +227,44 @@ def direct_logit_attribution(
     *,
     position: int | None = -1,
     heads: bool = False,
+    neurons: bool = False,
+    experts: bool = False,
+    layers: Iterable[int] | None = None,
 ) -> Attribution:
     """Each contribution's direct effect on the logit of ``tokens``: ``values`` is ``[contributions + 1, prompts]``.
 
     The contributions are ``decompose_resid``'s (the embedding stream, each
-    block's terms), or with ``heads=True`` each attention's heads one by one through its output projection ``o_proj`` plus that
-    projection's bias; the last row, ``"bias"``, holds what no contribution
+    block's terms); the last row, ``"bias"``, holds what no contribution
     owns (the final norm's and the unembedding's biases). ``position`` is
     the sequence position (``-1``, every prompt's last token, the prompts
     being left-padded; out of range refused), or ``None`` for every position:
     ``[contributions + 1, prompts, seq]``. ``tokens`` is one id or token
     string for all prompts, or one per prompt (``[prompts]``; with
     ``position=None`` also ``[prompts, seq]``).
+
+    Finer rows, on the blocks of ``layers`` (every block by default; the
+    others' rows stay whole), each group adding up to the row it replaces:
+
+    - ``heads=True``: each attention's heads one by one through its output
+      projection ``o_proj`` (``layers.i.self_attn.heads.h``), plus that
+      projection's bias; unavailable where a norm follows the projection;
+    - ``neurons=True``: each MLP's neurons, ``mlp_neurons[..., n]`` times row
+      ``n`` of its down projection (``layers.i.mlp.neurons.n``), plus the
+      projection's bias (``layers.i.mlp.down_proj.bias``);
+    - ``experts=True``: each mixture's experts, expert ``e``'s weighted output
+      as it enters the mixture's sum (``expert_outputs`` of the slots that
+      run it; ``layers.i.mlp.experts.e``), plus the shared expert's
+      (``layers.i.mlp.shared_experts``) where there is one. A dense block's
+      MLP is left whole, or split per neuron with ``neurons=True`` too; a
+      mixture's MLP has no neurons of its own, and ``neurons=True`` alone
+      refuses it.
+
+    On a sandwich block ``mlp_output`` is the post norm's output: the MLP's
+    raw output goes through that norm with its per-token scale frozen at the
+    one the model used (as the final norm's is, below), so the neurons' or
+    experts' terms, with the norm's bias as one more row
+    (``layers.i.post_feedforward_layernorm.bias`` on Gemma-2), add up to
+    ``mlp_output``'s term exactly.
 
     How it is linear: the final norm is applied with its per-token scale
     frozen at the one the model used on the actual final stream (and its
@@ -247,43 +280,68 @@ def direct_logit_attribution(
     Needs the model's weights here (not remote), ``DECOMPOSE_RESID`` in the
     cache, the last block's ``layer_output`` (else the sum of contributions
     stands for it), ``logits`` if cached (else they are recomputed with
-    ``project_on_vocab``), and ``HEAD_OUTPUTS`` for ``heads=True``.
+    ``project_on_vocab``), and for the finer rows ``HEAD_OUTPUTS``,
+    ``NEURONS`` or ``EXPERTS`` (with ``shared_expert_output`` where a
+    mixture has a shared expert) on the blocks split.
     """
+    from . import _mlp_split as split
+
     function = "direct_logit_attribution"
     _arguments.outside_trace(function)
     _arguments.loaded(model)
     decomposed = decompose_resid(cache)
     if position is not None:
         position = _arguments.index(position, decomposed.values.shape[2], function=function, argument="position", what="positions of the cached prompts")
+    split_layers = set(_arguments.layers(model, layers, function=function)) if (heads or neurons or experts) else set()
+    if neurons and not experts:
+        for index in sorted(split_layers):
+            if split.is_mixture(model, index):
+                reason = model.support(index).get("mlp.mlp_neurons") or "a mixture of experts"
+                raise Unavailable(model.layers[index].mlp, "mlp_neurons", f"{reason}; pass experts=True to split a mixture per expert")
     at = (lambda tensor: tensor) if position is None else (lambda tensor: tensor[:, position])
-    if heads:
-        parts, labels = [], []
-        for label, value in zip(decomposed.labels, decomposed.values):
-            layer, _, term = label.removeprefix("layers.").partition(".")
-            if term == "self_attn.attention_output":
-                split = _head_contributions(model, cache, int(layer), at)
-                parts += [*split.values.cpu()]
-                labels += split.labels
-            else:
-                parts.append(at(value).float().cpu())
-                labels.append(label)
-        contributions = torch.stack(parts)
-    else:
-        contributions, labels = torch.stack([at(value) for value in decomposed.values]), decomposed.labels
     last = f"layers.{cache.num_layers - 1}.layer_output"
-    final = at(cache[last]) if last in cache else contributions.sum(0)
+    final = at(cache[last]) if last in cache else at(decomposed.values.sum(0))
     everything = at(cache["logits"]) if "logits" in cache else None
     everything, unembedded_all = _model_logits(model, final, everything)
 
-    linear, norm_bias = _final_norm(model, final)
+    shape, factor, norm_bias = _frozen_norm(model.__dict__.get("norm"), final, "model.norm")
     unembedding = model.lm_head._module
     weight = getattr(unembedding, "weight", None)
     if not isinstance(unembedding, torch.nn.Linear) or weight is None:
         raise Unavailable("model.lm_head", "direct_logit_attribution", "lm_head is not a linear unembedding")
     ids = _token_ids(model, tokens, tuple(final.shape[:-1])).to(weight.device)
     rows = weight[ids].float()  # [prompts, (seq,) hidden]
+    readout = split.Readout(shape, factor, rows)
     shift = unembedding.bias[ids].float() if unembedding.bias is not None else torch.zeros(ids.shape, device=weight.device)
-    values = torch.stack([(linear(contribution).to(rows.device) * rows).sum(-1) for contribution in contributions])
+
+    parts, labels = [], []
+    for label, value in zip(decomposed.labels, decomposed.values):
+        layer, _, term = label.removeprefix("layers.").partition(".")
+        index = int(layer) if layer.isdigit() else None
+        if index in split_layers and heads and term == "self_attn.attention_output":
+            terms = _head_contributions(model, cache, index, at)
+            parts.append(readout.read(terms.values))
+            labels += terms.labels
+        elif index in split_layers and term == "mlp.mlp_output" and experts and split.is_mixture(model, index):
+            needs = (*DECOMPOSE_RESID, *EXPERTS)
+            shared = None
+            if split.has_shared_expert(model, index):
+                shared = at(_need(cache, f"layers.{index}.mlp.shared_expert_output", (*needs, "layers.*.mlp.shared_expert_output")))
+            values, names = split.expert_terms(
+                model, index, at(_need(cache, f"layers.{index}.mlp.expert_outputs", needs)),
+                at(_need(cache, f"layers.{index}.mlp.expert_indices", needs)), shared, at(value), readout,
+            )  # fmt: skip
+            parts.append(values)
+            labels += names
+        elif index in split_layers and term == "mlp.mlp_output" and neurons and not split.is_mixture(model, index):
+            activations = at(_need(cache, f"layers.{index}.mlp.mlp_neurons", (*DECOMPOSE_RESID, *NEURONS)))
+            values, names = split.neuron_terms(model, index, activations, at(value), readout)
+            parts.append(values)
+            labels += names
+        else:
+            parts.append(readout.read(at(value))[None])
+            labels.append(label)
+    values = torch.cat([part.to(rows.device) for part in parts])
     bias = (norm_bias.to(rows.device) * rows).sum(-1) + shift
     values = torch.cat([values, bias[None]])
 

@@ -1,0 +1,160 @@
+"""A block's MLP contribution split for direct logit attribution: per neuron through the down projection, per expert of a mixture.
+
+Each split returns logits, not vectors: ``readout.read(vectors)`` takes
+vectors of the stream through the frozen final norm to the unembedding rows,
+and a neuron's term is its activation times the read of its row of the down
+projection, so no ``[neurons, prompts, hidden]`` tensor is ever made.
+
+Where a norm follows the MLP before its output is added (a sandwich block's
+``post_feedforward_layernorm``: ``mlp_output`` is the norm's output), the norm
+is applied with its per-token scale frozen at the one the model used on the
+MLP's raw output, as the final norm is: linear, so the terms plus the norm's
+bias add up to ``mlp_output`` exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from ..components.moe import Moe, no_shared_expert
+from ..errors import Unavailable
+from ._hooks import boundary
+
+#: the down projection's input units run through it at once when its matrix is read
+CHUNK = 1024
+
+
+@dataclass(frozen=True)
+class Readout:
+    """The frozen final norm and the unembedding rows of the attributed tokens: what a stream vector adds to the logit."""
+
+    shape: Callable[[Tensor], Tensor]  # weight * center(x), the same at every token
+    factor: Tensor  # [prompts, (seq,) 1]: the per-token 1 / scale
+    rows: Tensor  # [prompts, (seq,) hidden]: the unembedding rows
+
+    def read(self, vectors: Tensor) -> Tensor:
+        """Each vector's direct effect on the unembedded logit, ``[..., prompts, (seq)]`` for ``[..., prompts, (seq,) hidden]``."""
+        return (self.shape(vectors).to(self.rows.device) * self.factor.to(self.rows.device) * self.rows).sum(-1)
+
+
+def is_mixture(model: Any, index: int) -> bool:
+    """Whether block ``index``'s MLP runs a mixture of experts."""
+    mlp = model.layers[index].mlp
+    return isinstance(mlp, Moe) and mlp.no_mixture() is None
+
+
+def _matrix(module: torch.nn.Module, width: int) -> tuple[Tensor, Tensor]:
+    """A linear module's matrix ``[width, out]`` (its input units' images, whatever layout it keeps its weight in) and its bias."""
+    parameter = next(module.parameters())
+    bias = module(torch.zeros(1, width, device=parameter.device, dtype=parameter.dtype)).float()[0]
+    parts = []
+    for start in range(0, width, CHUNK):
+        count = min(CHUNK, width - start)
+        units = torch.zeros(count, width, device=parameter.device, dtype=parameter.dtype)
+        units[torch.arange(count), torch.arange(start, start + count)] = 1
+        parts.append(module(units).float() - bias)
+    return torch.cat(parts), bias
+
+
+@dataclass(frozen=True)
+class PostNorm:
+    """The norm between the MLP's raw output and ``mlp_output``, frozen at the raw output: ``shape(x) * factor + bias``."""
+
+    shape: Callable[[Tensor], Tensor]
+    factor: Tensor
+    bias: Tensor
+    label: str
+
+    def apply(self, vectors: Tensor) -> Tensor:
+        return self.shape(vectors) * self.factor.to(vectors.device)
+
+
+def _post_norm(model: Any, index: int, raw: Tensor, total: Tensor, what: str) -> PostNorm | None:
+    """What turns the MLP's raw output ``raw`` into ``mlp_output`` (``total``): None where it is ``raw`` itself, else the post norm, frozen."""
+    from .attribution import _frozen_norm
+
+    mlp = model.layers[index].mlp
+    where = boundary(mlp, "mlp_output")
+    module = None if isinstance(where, str) or where.last != "output" else where.module
+    close = lambda a, b: torch.allclose(a.to(b.device), b, rtol=1e-2, atol=1e-2 * float(b.abs().max()) + 1e-6)  # noqa: E731
+    refusal = (
+        f"mlp_output is not {what} on this family, nor a norm of it (a scale or another operation follows), "
+        "so its split is not linear"
+    )
+    if module is None or module is mlp._module:
+        if not close(raw, total):
+            raise Unavailable(mlp, "mlp_output", refusal)
+        return None
+    shape, factor, bias = _frozen_norm(module, raw, f"layers[{index}].mlp")
+    if not close(shape(raw) * factor + bias, total):
+        raise Unavailable(mlp, "mlp_output", refusal)
+    names = [name for name, child in model.layers[index]._module.named_modules() if child is module]
+    label = f"layers.{index}.{names[0]}.bias" if names else f"layers.{index}.mlp.post_norm.bias"
+    return PostNorm(shape, factor, bias, label)
+
+
+def neuron_terms(model: Any, index: int, neurons: Tensor, total: Tensor, readout: Readout) -> tuple[Tensor, list[str]]:
+    """Block ``index``'s ``mlp_output`` per neuron: ``[neurons + 1 (+ 1), prompts, (seq)]`` logits and their labels.
+
+    Neuron ``n``'s term is ``mlp_neurons[..., n]`` times the read of row ``n``
+    of the down projection (``down_proj``, whatever the family calls it);
+    then the projection's bias, and a post norm's bias where one follows.
+    ``neurons`` and ``total`` are the cached ``mlp_neurons`` and
+    ``mlp_output`` at the attributed positions.
+    """
+    mlp = model.layers[index].mlp
+    down = mlp.__dict__.get("down_proj")
+    if down is None:
+        raise Unavailable(mlp, "down_proj", "no down projection module on this MLP, so its neurons cannot be projected one by one")
+    activations = neurons.float()
+    matrix, bias = _matrix(down._module, activations.shape[-1])
+    matrix, bias = matrix.to(readout.rows.device), bias.to(readout.rows.device)
+    activations = activations.to(readout.rows.device)
+    raw = activations @ matrix + bias
+    post = _post_norm(model, index, raw, total.float(), "down_proj(mlp_neurons)")
+    rows = matrix if post is None else post.shape(matrix).to(matrix.device)
+    scale = readout.factor.to(matrix.device) * (1 if post is None else post.factor.to(matrix.device))
+    # each neuron's row read at every token: weight * center(row) . (token's unembedding row), then the frozen scales
+    read_rows = torch.einsum("...h,nh->...n", readout.rows, readout.shape(rows).to(matrix.device))
+    per_neuron = (activations * read_rows * scale).movedim(-1, 0)
+    down_bias = bias.expand_as(raw) if post is None else post.apply(bias.expand_as(raw))
+    parts, labels = [per_neuron, readout.read(down_bias)[None]], [*(f"layers.{index}.mlp.neurons.{n}" for n in range(matrix.shape[0])), f"layers.{index}.mlp.down_proj.bias"]
+    if post is not None:
+        parts.append(readout.read(post.bias.expand_as(raw))[None])
+        labels.append(post.label)
+    return torch.cat(parts), labels
+
+
+def expert_terms(
+    model: Any, index: int, outputs: Tensor, indices: Tensor, shared: Tensor | None, total: Tensor, readout: Readout
+) -> tuple[Tensor, list[str]]:
+    """Block ``index``'s ``mlp_output`` per expert: ``[num_experts (+ 1) (+ 1), prompts, (seq)]`` logits and their labels.
+
+    Expert ``e``'s term is the read of its weighted output as it enters the
+    mixture's sum: ``expert_outputs`` summed over the slots whose
+    ``expert_indices`` is ``e`` (zero where no slot runs it); then the shared
+    expert's (``shared_expert_output``), and a post norm's bias where one follows.
+    """
+    mlp = model.layers[index].mlp
+    device = readout.rows.device
+    outputs = outputs.float().to(device)
+    chosen = torch.nn.functional.one_hot(indices.long().to(device), mlp.num_experts).float()
+    shares = torch.einsum("...kh,...ke->e...h", outputs, chosen)
+    raw = shares.sum(0) + (0 if shared is None else shared.float().to(device))
+    post = _post_norm(model, index, raw, total.float(), "the experts' weighted outputs plus the shared expert's")
+    vectors = [shares] if shared is None else [shares, shared.float().to(device)[None]]
+    labels = [f"layers.{index}.mlp.experts.{e}" for e in range(mlp.num_experts)]
+    labels += [] if shared is None else [f"layers.{index}.mlp.shared_experts"]
+    parts = [readout.read(v if post is None else post.apply(v)) for v in vectors]
+    if post is not None:
+        parts.append(readout.read(post.bias.expand_as(raw))[None])
+        labels.append(post.label)
+    return torch.cat(parts), labels
+
+
+def has_shared_expert(model: Any, index: int) -> bool:
+    return no_shared_expert(model.layers[index].mlp) is None
