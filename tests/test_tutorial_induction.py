@@ -128,6 +128,60 @@ def test_zeroing_the_induction_head_breaks_copying(tutorial, hf_model):
     torch.testing.assert_close(findings.ablated, direct, atol=ATOL, rtol=0)
 
 
+def test_the_previous_token_head_acts_through_the_induction_heads_key(tutorial, hf_model):
+    module, _, model, findings = tutorial
+    (lp, hp), (li, hi) = findings.previous_head, findings.induction_head
+    total = float(findings.patching.values[lp, hp])
+    key = float(findings.paths["key"].values[0, hp])
+    assert abs(total) > 0.2  # the previous-token head matters
+    assert key / total > 0.8  # and its path into the induction head's key carries most of that
+    for name in ("query", "value", "other keys", "logits"):
+        assert abs(float(findings.paths[name].values[0, hp])) < 0.1 * abs(total), name
+    # the key path is the three runs done with plain torch hooks on the HF model
+    metric = module.repeat_logprob(model, findings.prompts)
+    clean_ids = prompt_ids(tutorial)
+    corrupted_ids = torch.tensor(model.tokenizer(findings.corrupted)["input_ids"])
+    layers = hf_model.model.layers
+    width = layers[lp].self_attn.head_dim
+    sender, receiver = slice(hp * width, (hp + 1) * width), slice(hi * width, (hi + 1) * width)
+
+    def run(ids, forward_hooks=(), pre_hooks=()):
+        handles = [m.register_forward_hook(h) for m, h in forward_hooks] + [m.register_forward_pre_hook(h) for m, h in pre_hooks]
+        try:
+            with torch.no_grad():
+                return float(metric(hf_model(ids).logits))
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    kept = {}
+    first = lambda output: output[0] if isinstance(output, tuple) else output  # noqa: E731
+    parts = [(j, name) for j in range(len(layers)) for name in ("self_attn", "mlp")]
+    clean = run(clean_ids, pre_hooks=[(layers[lp].self_attn.o_proj, lambda _, args: kept.__setitem__("z", args[0].clone()))])
+    keep = [(getattr(layers[j], name), lambda _, __, out, key=(j, name): kept.__setitem__(key, first(out).clone())) for j, name in parts]
+    corrupted = run(corrupted_ids, keep)
+
+    def send(_, args):
+        z = args[0].clone()
+        z[..., sender] = kept["z"][..., sender]
+        return (z,)
+
+    def freeze(_, __, out, key):
+        return (kept[key], *out[1:]) if isinstance(out, tuple) else kept[key]
+
+    frozen = [(getattr(layers[j], name), lambda m, a, o, key=(j, name): freeze(m, a, o, key)) for j, name in parts if j > lp or name == "mlp"]
+    record = [(layers[li].self_attn.k_proj, lambda _, __, out: kept.__setitem__("k", out.clone()))]
+    run(corrupted_ids, frozen + record, [(layers[lp].self_attn.o_proj, send)])
+
+    def receive(_, __, out):
+        out = out.clone()
+        out[..., receiver] = kept["k"][..., receiver]  # before the rotary embedding, which then rotates it as the model does
+        return out
+
+    patched = run(corrupted_ids, [(layers[li].self_attn.k_proj, receive)])
+    assert key == pytest.approx((patched - corrupted) / (clean - corrupted), abs=ATOL)
+
+
 def test_the_figures_are_drawn_by_the_tutorials_code(tutorial, tmp_path):
     module, _, model, findings = tutorial
     paths = module.draw(model, findings, tmp_path)

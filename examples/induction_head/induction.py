@@ -3,7 +3,8 @@
 A two-layer attention-only Llama (MLPs zeroed and frozen) learns to continue
 repeated random words; the toolkit then finds how: the logit lens, the
 attention patterns scored per head, activation and attribution patching over
-heads, and an ablation. Each step is one function the page shows.
+heads, an ablation, and path patching from the previous-token head. Each step
+is one function the page shows.
 
     uv run python examples/induction_head/induction.py    # trains (seconds), prints the findings
 """
@@ -20,7 +21,7 @@ from typing import Any, Callable
 import nnterp  # noqa: F401 - before any transformers.models module
 import torch
 from nnterp import StandardizedTransformer
-from nnterp.toolkit import Sweep, attribution_patching, cache_values, logit_lens, patch_heads
+from nnterp.toolkit import Sweep, attribution_patching, cache_values, logit_lens, patch_heads, patch_paths
 from torch import Tensor
 from tqdm.auto import tqdm
 
@@ -272,6 +273,29 @@ def head_scores(patterns: Tensor) -> tuple[Tensor, Tensor]:
     return induction.mean((1, 3)), previous.mean((1, 3))
 
 
+def previous_token_paths(
+    model: Any, prompts: list[str], corrupted: list[str], metric: Callable[[Tensor], Tensor],
+    induction_head: tuple[int, int], *, progress: bool = True, remote: bool | str = False,
+) -> dict[str, Sweep]:  # fmt: skip
+    """Path patching from every head of layer 0 into one input of the induction head (or the logits): a normalized ``[1, heads]`` Sweep per receiver.
+
+    ``"key"`` sends each head's clean output into the induction head's key
+    alone, and so on; ``"other keys"`` into the other layer-1 heads' keys,
+    ``"logits"`` straight to the unembedding. Everything else in the
+    corrupted run stays as it was.
+    """
+    layer, head = induction_head
+    others = [h for h in range(model.layers[layer].self_attn.num_kv_heads) if h != head]
+    receivers = {
+        "key": [(layer, "k", head)], "query": [(layer, "q", head)], "value": [(layer, "v", head)],
+        "other keys": [(layer, "k", others)], "logits": ["logits"],
+    }  # fmt: skip
+    return {
+        name: patch_paths(model, prompts, corrupted, metric, chosen, layers=[0], progress=progress, remote=remote).normalized()
+        for name, chosen in receivers.items()
+    }
+
+
 def top_head(grid: Tensor) -> tuple[int, int]:
     """The ``(layer, head)`` of the largest cell of a ``[layers, heads]`` grid."""
     index = int(grid.nan_to_num(float("-inf")).argmax())
@@ -305,6 +329,7 @@ class Findings:
     ablated_previous: Tensor
     control: Tensor
     control_head: tuple[int, int]
+    paths: dict[str, Sweep]  # per receiver of the induction head: path patching from each layer-0 head
     prompts: list[str]
     corrupted: list[str]
 
@@ -331,6 +356,8 @@ def find_induction_head(model: Any, prompts: list[str], training: Training, *, p
     for head in (found, before):
         rest[head] = float("inf")
     control = divmod(int(rest.argmin()), rest.shape[1])
+    # 5. path patching: through which of the induction head's inputs the previous-token head acts
+    paths = previous_token_paths(model, prompts, corrupted, metric, found, progress=progress, remote=remote)
     return Findings(
         training=training, lens=lens, lens_repeat=lens_repeat, patterns=patterns[:, 0], induction=induction, previous=previous,
         induction_head=found, previous_head=before, patching=patching, patching_head=top_head(patching.values),
@@ -339,7 +366,7 @@ def find_induction_head(model: Any, prompts: list[str], training: Training, *, p
         ablated=position_losses(model, prompts, zero_head(*found), remote=remote),
         ablated_previous=position_losses(model, prompts, zero_head(*before), remote=remote),
         control=position_losses(model, prompts, zero_head(*control), remote=remote), control_head=control,
-        prompts=prompts, corrupted=corrupted,
+        paths=paths, prompts=prompts, corrupted=corrupted,
     )  # fmt: skip
 
 
@@ -430,6 +457,9 @@ def summary(findings: Findings) -> dict[str, Any]:
         "ablated_previous_second_half_loss": round(halves["ablated_previous"][1], 3),
         "control_head": list(f.control_head),
         "control_second_half_loss": round(halves["control"][1], 3),
+        "previous_patching": round(float(f.patching.values[f.previous_head]), 3),
+        # (+ 0.0: a -0.0 prints as 0.0)
+        **{f"path_{name.replace(' ', '_')}": round(float(sweep.values[0, f.previous_head[1]]), 3) + 0.0 for name, sweep in f.paths.items()},
     }
 
 
