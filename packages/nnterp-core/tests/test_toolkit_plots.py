@@ -9,6 +9,7 @@ import torch
 from matplotlib.figure import Figure
 from nnterp.toolkit.patching import Sweep, patch_residual
 from nnterp.toolkit.plots import plot_attention, plot_logit_lens, plot_sweep
+from nnterp.toolkit.tokens import token_labels
 
 PROMPT = "Mary and John met. J gave it to"
 
@@ -82,7 +83,7 @@ def test_plot_logit_lens_colours_by_the_top_token_and_names_it(tiny_model, tmp_p
     figure = plot_logit_lens(probs[None], tokens, tokenizer=model.tokenizer)
     axes = figure.axes[0]
     torch.testing.assert_close(torch.as_tensor(axes.images[0].get_array().data), probs.max(-1).values)
-    top = model.tokenizer.decode([int(probs[-1, -1].argmax())])
+    top = token_labels(model.tokenizer, [int(probs[-1, -1].argmax())])[0]  # bytes shown where a token holds part of a character
     assert len(axes.texts) == probs.shape[0] * probs.shape[1]
     assert axes.texts[-1].get_text().replace("\\n", "\n") in (top, repr(top))
     # a value per cell, and a result object read through its probs and tokens

@@ -34,6 +34,7 @@ from ._arguments import Batch
 from .names import hook_of, standard_name
 from .packing import plan
 from .steering import skip_layers
+from .tokens import token_labels
 
 #: a metric maps the run's logits ``[batch, seq, vocab_size]`` to one number
 Metric = Callable[[Tensor], "float | Tensor"]
@@ -106,10 +107,6 @@ class Sweep:
 # -- prompts -----------------------------------------------------------------------
 
 
-def _token_label(tokenizer: Any, token_id: int) -> str:
-    return tokenizer.decode([token_id])
-
-
 def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tuple[Batch, Batch, list[str]]:
     """Both sides as left-padded batches checked to pair up token for token, and the position labels (the clean first prompt's tokens, padded)."""
     _arguments.outside_trace(function)
@@ -122,7 +119,7 @@ def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tup
     tokenizer = model.tokenizer
     for index, (a, b) in enumerate(zip(clean.lengths(), corrupted.lengths())):
         if a != b:
-            labels = [[_token_label(tokenizer, t) for t in batch.input_ids[index, -n:].tolist()] for batch, n in ((clean, a), (corrupted, b))]
+            labels = [token_labels(tokenizer, batch.input_ids[index, -n:]) for batch, n in ((clean, a), (corrupted, b))]
             raise _arguments.InvalidArgument(
                 function, "corrupted", f"prompt {index}, {b} tokens",
                 f"clean prompt {index} has {a} tokens: patching writes each position of the clean run into the same "
@@ -130,7 +127,7 @@ def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tup
                 "make the two prompts the same number of tokens",
             )
     # the batch is left-padded, so position j of the run is j of the padded row
-    return clean, corrupted, [_token_label(tokenizer, token) for token in clean.input_ids[0].tolist()]
+    return clean, corrupted, token_labels(tokenizer, clean.input_ids[0])
 
 
 def _repeated(batch: Batch, count: int) -> dict[str, Tensor]:

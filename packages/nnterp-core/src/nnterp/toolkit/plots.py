@@ -19,6 +19,8 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
+from .tokens import token_labels
+
 INSTALL = "nnterp's plots need matplotlib: pip install matplotlib (or the extra: pip install 'nnterp-core[plots]')"
 
 
@@ -211,7 +213,7 @@ def plot_logit_lens(
     if values.dim() == 3:
         top, ids = values.max(dim=-1)
         if tokenizer is not None:
-            annotations = [[tokenizer.decode([int(i)]) for i in row] for row in ids]
+            annotations = [token_labels(tokenizer, row) for row in ids]
         values, colorbar = top, "top token probability"
     elif values.dim() == 2:
         colorbar = "value"
