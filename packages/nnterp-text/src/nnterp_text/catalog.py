@@ -99,7 +99,7 @@ CATALOG = Catalog(
     },
     model_types={
         'afmoe': 'afmoe',
-        'apertus': 'default_layout',
+        'apertus': 'apertus1p5_text',
         'apertus1p5_text': 'apertus1p5_text',
         'arcee': 'default_layout',
         'aria_text': 'aria_text',
@@ -237,8 +237,8 @@ CATALOG = Catalog(
         'AfmoeModel': 'afmoe',
         'Apertus1p5TextForCausalLM': 'apertus1p5_text',
         'Apertus1p5TextModel': 'apertus1p5_text',
-        'ApertusForCausalLM': 'default_layout',
-        'ApertusModel': 'default_layout',
+        'ApertusForCausalLM': 'apertus1p5_text',
+        'ApertusModel': 'apertus1p5_text',
         'ArceeForCausalLM': 'default_layout',
         'ArceeModel': 'default_layout',
         'AriaTextForCausalLM': 'aria_text',
@@ -481,7 +481,7 @@ CATALOG = Catalog(
     },
     checkpoints={
         'afmoe': ('afmoe', 'afmoe'),
-        'apertus': ('default_layout', 'apertus'),
+        'apertus': ('apertus1p5_text', 'apertus'),
         'apertus1p5_text': ('apertus1p5_text', 'apertus1p5_text'),
         'apertus1p5_text_pruned': ('apertus1p5_text', 'apertus1p5_text'),
         'arcee': ('default_layout', 'arcee'),

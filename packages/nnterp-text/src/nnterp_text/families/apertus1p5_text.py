@@ -1,4 +1,4 @@
-"""Apertus 1.5's text model: Apertus's block (``default_layout``'s ``apertus``) with an LM head that may be pruned.
+"""Apertus and Apertus 1.5's text model: the default block with its pre-norms under their own names, and an LM head that may be pruned.
 
 ``Apertus1p5TextModel`` is ``ApertusModel`` as it is, so the block is the
 default one under the default names but for its two pre-norms,
@@ -16,13 +16,14 @@ from nnterp.families import default
 
 FAMILY = default.FAMILY.replace(
     name="apertus1p5_text",
-    model_types=("apertus1p5_text",),
+    model_types=("apertus", "apertus1p5_text"),
     rename={
         **default.FAMILY.rename,
         "attention_layernorm": "input_layernorm",
         "feedforward_layernorm": "post_attention_layernorm",
     },
     tiny={
+        "apertus": TinyConfig("apertus"),
         "apertus1p5_text": TinyConfig("apertus1p5_text"),
         # the head pruned to the first 256 of the 320 token ids, as the released checkpoints prune theirs
         "apertus1p5_text_pruned": TinyConfig("apertus1p5_text", {"output_vocab_size": 256}),

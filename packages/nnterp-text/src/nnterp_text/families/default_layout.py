@@ -12,7 +12,6 @@ from ..tiny import MLA
 
 #: the default pre-norm block on the shared attention interface, under the default names
 LAYOUT = (
-    "apertus",
     "arcee",
     "cwm",
     "ernie4_5",
@@ -44,10 +43,6 @@ FAMILY = default.FAMILY.replace(
         "youtu": TinyConfig("youtu", {**MLA, "num_hidden_layers": 3}),
     },
     skips={
-        "apertus": {
-            "mid_stream": "no post_attention_layernorm module on this block",
-            "norm_outputs_feed_the_sublayers": "no input_layernorm module on this block",
-        },
         "glm": {
             "neurons_make_contribution": "no act_fn module on this block",
         },
