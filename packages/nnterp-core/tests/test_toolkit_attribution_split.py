@@ -1,8 +1,9 @@
-"""direct_logit_attribution split per neuron and per expert: each split adds up to the row it replaces, each term against plain hooks.
+"""direct_logit_attribution split per neuron, per expert and per head: each split adds up to the row it replaces, each term against plain hooks.
 
-On llama (pre-norm, RMSNorm), gemma2 (sandwich: mlp_output is the post
-feed-forward norm's output, softcapped logits), gptj (biased down projection,
-LayerNorm) for neurons, and mixtral (a mixture of experts) for experts.
+On llama (pre-norm, RMSNorm), gemma2 (sandwich: mlp_output and
+attention_output are the post norms' outputs, softcapped logits), gptj (biased
+down projection, LayerNorm) for neurons, mixtral (a mixture of experts) for
+experts, and llama, gemma2 and mixtral for heads.
 """
 
 import pytest
@@ -24,7 +25,7 @@ def cached(tiny_model):
     def get(family):
         if family not in made:
             model = tiny_model(family)
-            names = [*DECOMPOSE_RESID, "layers.-1.layer_output", "logits", *(EXPERTS if family == "mixtral" else (*NEURONS, *HEAD_OUTPUTS))]
+            names = [*DECOMPOSE_RESID, "layers.-1.layer_output", "logits", *HEAD_OUTPUTS, *(EXPERTS if family == "mixtral" else NEURONS)]
             made[family] = model, cache_values(model, PROMPTS, names, batch_size=2, progress=False)
         return made[family]
 
@@ -63,6 +64,29 @@ def test_each_split_adds_up_to_the_mlp_output_it_replaces(cached, family, split)
         torch.testing.assert_close(parts.values[others], whole.values[[whole.labels.index(parts.labels[i]) for i in others]])
     if family == "gptj":  # fc_out has a bias, and it is a row of its own
         assert parts.values[parts.labels.index("layers.0.mlp.down_proj.bias")].abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2", "mixtral"])
+def test_the_heads_add_up_to_the_attention_output_they_replace(cached, family):
+    model, cache = cached(family)
+    whole = direct_logit_attribution(model, cache, TOKENS)
+    parts = direct_logit_attribution(model, cache, TOKENS, heads=True)
+    torch.testing.assert_close(parts.logits, whole.logits)
+    torch.testing.assert_close(parts.values.sum(0), parts.logits, **TOL)
+    for layer in range(model.num_layers):
+        count = model.layers[layer].self_attn.num_heads
+        attention_rows = set(rows_of(parts, layer, lambda term: term.startswith("self_attn.")))
+        own = [i for i in range(len(parts.labels)) if i in attention_rows or parts.labels[i] == f"layers.{layer}.post_attention_layernorm.bias"]
+        names = [parts.labels[i] for i in own]
+        expected = [*(f"layers.{layer}.self_attn.heads.{h}" for h in range(count)), f"layers.{layer}.self_attn.o_proj.bias"]
+        if family == "gemma2":  # the post-attention norm's bias: the block adds it after the heads' terms
+            expected.append(f"layers.{layer}.post_attention_layernorm.bias")
+        assert names == expected
+        whole_row = whole.values[whole.labels.index(f"layers.{layer}.self_attn.attention_output")]
+        torch.testing.assert_close(parts.values[own].sum(0), whole_row, **TOL)
+        assert parts.values[own[:count]].abs().max() > 1e-4
+        others = [i for i, label in enumerate(parts.labels) if label in whole.labels]
+        torch.testing.assert_close(parts.values[others], whole.values[[whole.labels.index(parts.labels[i]) for i in others]])
 
 
 # -- each term by hand, from plain hooks on the HF modules --------------------------------------
@@ -112,6 +136,43 @@ def by_hand(model, prompt, token, layer, family):
     return unembedded, logit
 
 
+def heads_by_hand(model, prompt, token, layer, family):
+    """Each head's term of the logit of ``token`` at ``prompt``'s last position: its slice of o_proj, the post norm frozen, the final norm frozen."""
+    hf = model._module.model
+    block, seen = hf.layers[layer], {}
+    hooks = [
+        (hf.layers[-1], lambda m, a, out: seen.__setitem__("final", (out[0] if isinstance(out, tuple) else out)[0, -1])),
+        (block.self_attn.o_proj, lambda m, args, out: seen.update(heads=args[0][0, -1], raw=out[0, -1])),
+    ]
+    logit = run_alone(model, prompt, hooks)[token]
+    weight, count = block.self_attn.o_proj.weight, model.layers[layer].self_attn.num_heads  # [hidden, heads * head_dim]
+    width = weight.shape[1] // count
+    vectors = torch.stack([seen["heads"][h * width : (h + 1) * width] @ weight[:, h * width : (h + 1) * width].T for h in range(count)])
+    if family == "gemma2":  # the post-attention norm with the scale it had on o_proj's whole output
+        vectors = frozen(block.post_attention_layernorm, seen["raw"], vectors)
+    unembedded = frozen(hf.norm, seen["final"], vectors) @ model._module.lm_head.weight[token]
+    return unembedded, logit
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2", "mixtral"])
+def test_each_head_matches_the_direct_computation(cached, family):
+    model, cache = cached(family)
+    split = direct_logit_attribution(model, cache, TOKENS, heads=True)
+    layer = model.num_layers - 1
+    rows = [i for i, label in enumerate(split.labels) if label.startswith(f"layers.{layer}.self_attn.heads.")]
+    for column, (prompt, token) in enumerate(zip(PROMPTS, TOKENS)):
+        unembedded, logit = heads_by_hand(model, prompt, token, layer, family)
+        torch.testing.assert_close(split.values[rows, column], capped(model, unembedded, logit), **TOL)
+
+
+def capped(model, unembedded, logit):
+    """``unembedded`` terms carried to the model's ``logit``: gemma2's softcap, as the ratio of its logit to the uncapped one."""
+    cap = getattr(model.text_config, "final_logit_softcapping", None)
+    if cap is None:
+        return unembedded
+    return unembedded * (logit / (cap * torch.atanh(logit / cap)))
+
+
 @pytest.mark.parametrize("family", ["llama", "gemma2", "mixtral"])
 def test_each_term_matches_the_direct_computation(cached, family):
     model, cache = cached(family)
@@ -121,12 +182,7 @@ def test_each_term_matches_the_direct_computation(cached, family):
     rows = [i for i, label in enumerate(split.labels) if label.startswith(f"layers.{layer}.mlp.{kind}.")]
     for column, (prompt, token) in enumerate(zip(PROMPTS, TOKENS)):
         unembedded, logit = by_hand(model, prompt, token, layer, family)
-        expected = unembedded
-        cap = getattr(model.text_config, "final_logit_softcapping", None)
-        if cap is not None:  # gemma2's softcap, applied to every term as the ratio of the model's logit to the uncapped one
-            uncapped = cap * torch.atanh(logit / cap)
-            expected = unembedded * (logit / uncapped)
-        torch.testing.assert_close(split.values[rows, column], expected, **TOL)
+        torch.testing.assert_close(split.values[rows, column], capped(model, unembedded, logit), **TOL)
         assert split.logits[column].item() == pytest.approx(logit.item(), abs=1e-5)
 
 

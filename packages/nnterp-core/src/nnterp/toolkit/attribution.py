@@ -189,36 +189,6 @@ def _token_ids(model: Any, tokens: Any, shape: tuple[int, ...]) -> Tensor:
     return ids.expand(shape)
 
 
-def _head_contributions(model: Any, cache: ValueCache, index: int, at: Callable[[Tensor], Tensor]) -> Components:
-    """Layer ``index``'s attention contribution split per head through ``o_proj``, plus the projection's bias."""
-    attention = model.layers[index].self_attn
-    if "o_proj" not in attention.__dict__:
-        raise Unavailable(attention, "o_proj", "no o_proj module on this attention, so its heads' outputs cannot be projected one by one")
-    heads = at(_need(cache, f"layers.{index}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS)))
-    total = at(cache[f"layers.{index}.self_attn.attention_output"])
-    projection = attention.o_proj._module
-    parameter = next(projection.parameters())
-    count, width = heads.shape[-2], heads.shape[-1]
-    with torch.no_grad():
-        bias = projection(torch.zeros(1, count * width, device=parameter.device, dtype=parameter.dtype)).float()[0]
-        # the projection's matrix, [heads * head_dim, hidden], whatever layout the module keeps its weight in
-        matrix = projection(torch.eye(count * width, device=parameter.device, dtype=parameter.dtype)).float() - bias
-    matrix = matrix.view(count, width, -1)
-    per_head = torch.einsum("...jd,jdh->j...h", heads.to(parameter.device).float(), matrix)
-    joined = per_head.sum(0) + bias
-    total = total.to(joined.device).float()
-    if not torch.allclose(joined, total, rtol=1e-2, atol=1e-2 * float(total.abs().max()) + 1e-6):
-        raise Unavailable(
-            attention,
-            "attention_head_outputs",
-            "attention_output is not o_proj(attention_head_outputs) on this family (a norm or a scale follows the "
-            "output projection), so the heads' shares of the contribution are not linear",
-        )
-    labels = [f"layers.{index}.self_attn.heads.{head}" for head in range(count)]
-    values = torch.cat([per_head, bias.expand_as(total)[None]])
-    return Components(values, [*labels, f"layers.{index}.self_attn.o_proj.bias"])
-
-
 @torch.no_grad()
 def direct_logit_attribution(
     model: Any,
@@ -247,7 +217,7 @@ def direct_logit_attribution(
 
     - ``heads=True``: each attention's heads one by one through its output
       projection ``o_proj`` (``layers.i.self_attn.heads.h``), plus that
-      projection's bias; unavailable where a norm follows the projection;
+      projection's bias (``layers.i.self_attn.o_proj.bias``);
     - ``neurons=True``: each MLP's neurons, ``mlp_neurons[..., n]`` times row
       ``n`` of its down projection (``layers.i.mlp.neurons.n``), plus the
       projection's bias (``layers.i.mlp.down_proj.bias``);
@@ -259,12 +229,15 @@ def direct_logit_attribution(
       mixture's MLP has no neurons of its own, and ``neurons=True`` alone
       refuses it.
 
-    On a sandwich block ``mlp_output`` is the post norm's output: the MLP's
-    raw output goes through that norm with its per-token scale frozen at the
-    one the model used (as the final norm's is, below), so the neurons' or
-    experts' terms, with the norm's bias as one more row
-    (``layers.i.post_feedforward_layernorm.bias`` on Gemma-2), add up to
-    ``mlp_output``'s term exactly.
+    On a sandwich block ``attention_output`` and ``mlp_output`` are the post
+    norms' outputs: the raw output (``o_proj(attention_head_outputs)``, the
+    MLP's) goes through that norm with its per-token scale frozen at the one
+    the model used (as the final norm's is, below), so the heads', neurons'
+    or experts' terms, with the norm's bias as one more row
+    (``layers.i.post_attention_layernorm.bias``,
+    ``layers.i.post_feedforward_layernorm.bias`` on Gemma-2), add up to the
+    contribution's term exactly. Where anything else follows (a scale), the
+    split is unavailable.
 
     How it is linear: the final norm is applied with its per-token scale
     frozen at the one the model used on the actual final stream (and its
@@ -319,9 +292,10 @@ def direct_logit_attribution(
         layer, _, term = label.removeprefix("layers.").partition(".")
         index = int(layer) if layer.isdigit() else None
         if index in split_layers and heads and term == "self_attn.attention_output":
-            terms = _head_contributions(model, cache, index, at)
-            parts.append(readout.read(terms.values))
-            labels += terms.labels
+            outputs = at(_need(cache, f"layers.{index}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS)))
+            values, names = split.head_terms(model, index, outputs, at(value), readout)
+            parts.append(values)
+            labels += names
         elif index in split_layers and term == "mlp.mlp_output" and experts and split.is_mixture(model, index):
             needs = (*DECOMPOSE_RESID, *EXPERTS)
             shared = None
