@@ -9,20 +9,7 @@ from nnterp.toolkit.patching import patch_heads
 from nnterp.toolkit.path_patching import patch_paths
 
 FAMILIES = ["llama", "gemma2", "mixtral"]
-CLEAN = "Mary and John met. J gave it to"
-CORRUPTED = "Mary and John met. M gave it to"
 ATOL = 1e-4
-
-
-def metric_for(model):
-    tokenizer = model.tokenizer
-    j, m = tokenizer("J")["input_ids"][-1], tokenizer("M")["input_ids"][-1]
-    return lambda logits: (logits[:, -1, j] - logits[:, -1, m]).mean()
-
-
-def differing_position(model):
-    clean, corrupted = (model.tokenizer(p)["input_ids"] for p in (CLEAN, CORRUPTED))
-    return next(i for i, (a, b) in enumerate(zip(clean, corrupted)) if a != b)
 
 
 # -- the three runs with plain torch hooks on the HF modules ---------------------------------
@@ -63,23 +50,7 @@ def receiver_module(model, receiver, width):
     raise AssertionError(receiver)
 
 
-def hf_run(model, prompt, forward_hooks=(), pre_hooks=()):
-    """The metric of a plain HF forward of ``prompt`` with ``(module, hook)`` forward and forward-pre hooks."""
-    if not model.dispatched:
-        model.dispatch()  # the weights load at the first trace, else here
-    inputs = model.tokenizer(prompt, return_tensors="pt")
-    handles = [module.register_forward_hook(hook) for module, hook in forward_hooks]
-    handles += [module.register_forward_pre_hook(hook) for module, hook in pre_hooks]
-    try:
-        with torch.no_grad():
-            logits = model._module(**inputs).logits
-    finally:
-        for handle in handles:
-            handle.remove()
-    return float(metric_for(model)(logits))
-
-
-def hf_path_patch(model, sender, receivers, *, freeze="all", positions=None):
+def hf_path_patch(pair, model, sender, receivers, *, freeze="all", positions=None):
     """The three runs by hand: ``sender`` is (layer, head) or (layer, "attention" | "mlp"); ``receivers`` as patch_paths takes them."""
     blocks = model._module.model.layers
     layer, which = sender
@@ -90,14 +61,14 @@ def hf_path_patch(model, sender, receivers, *, freeze="all", positions=None):
     sending = None if isinstance(which, int) else ("attention", "mlp").index(which)
     if isinstance(which, int):
         hooks = [(blocks[layer].self_attn.o_proj, lambda _, args: clean.__setitem__("z", args[0].clone()))]
-        hf_run(model, CLEAN, pre_hooks=hooks)
+        pair.hf_metric(model, pair.clean, pre_hooks=hooks)
     else:
-        hf_run(model, CLEAN, [(contribution(blocks[layer], sending), lambda _, __, out: clean.__setitem__("c", _first(out).clone()))])
+        pair.hf_metric(model, pair.clean, [(contribution(blocks[layer], sending), lambda _, __, out: clean.__setitem__("c", _first(out).clone()))])
     keep = [
         (contribution(blocks[j], part), lambda _, __, out, key=(j, part): corrupted.__setitem__(key, _first(out).clone()))
         for j in range(len(blocks)) for part in (0, 1)
     ]  # fmt: skip
-    hf_run(model, CORRUPTED, keep)
+    pair.hf_metric(model, pair.corrupted, keep)
     # 2. the sender clean, every other contribution from its block on frozen; the receivers' inputs recorded
     frozen = (0, 1) if freeze == "all" else (0,)
     forward, pre, recorded = [], [], {}
@@ -121,7 +92,7 @@ def hf_path_patch(model, sender, receivers, *, freeze="all", positions=None):
             pre.append((module, lambda _, args, index=index: recorded.__setitem__(index, args[0].clone())))
         else:
             forward.append((module, lambda _, __, out, index=index: recorded.__setitem__(index, _first(out).clone())))
-    hf_run(model, CORRUPTED, forward, pre)
+    pair.hf_metric(model, pair.corrupted, forward, pre)
     # 3. the corrupted run with the receivers' inputs replaced
     forward, pre = [], []
     for index, receiver in enumerate(receivers):
@@ -136,45 +107,45 @@ def hf_path_patch(model, sender, receivers, *, freeze="all", positions=None):
             pre.append((module, lambda _, args, replace=replace: (replace(args[0]), *args[1:])))
         else:
             forward.append((module, lambda _, __, out, replace=replace: _replacing(out, replace(_first(out)))))
-    return hf_run(model, CORRUPTED, forward, pre)
+    return pair.hf_metric(model, pair.corrupted, forward, pre)
 
 
 # -- against the hooks -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_head_senders_to_a_later_blocks_heads_and_mlp_match_the_three_runs_with_hooks(tiny_model, name):
+def test_head_senders_to_a_later_blocks_heads_and_mlp_match_the_three_runs_with_hooks(tiny_model, name, pair):
     model = tiny_model(name)
     last = model.num_layers - 1
     receivers = [(last, "q", 1), (last, "k", 0), (last, "v", 1), (last, "mlp")]
-    result = patch_paths(model, CLEAN, CORRUPTED, metric_for(model), receivers, layers=[0], progress=False)
+    result = patch_paths(model, pair.clean, pair.corrupted, pair.metric(model), receivers, layers=[0], progress=False)
     assert result.axes == ("layer", "head") and result.values.shape == (1, model.layers[0].self_attn.num_heads)
-    assert result.metric_corrupted == pytest.approx(hf_run(model, CORRUPTED), abs=ATOL)
+    assert result.metric_corrupted == pytest.approx(pair.hf_metric(model, pair.corrupted), abs=ATOL)
     for head in range(result.values.shape[1]):
-        assert result.values[0, head].item() == pytest.approx(hf_path_patch(model, (0, head), receivers), abs=ATOL)
+        assert result.values[0, head].item() == pytest.approx(hf_path_patch(pair, model, (0, head), receivers), abs=ATOL)
     assert (result.values - result.metric_corrupted).abs().max() > 1e-3  # the paths carry something
     # the queries and keys alone (every head, one receiver each) move the metric less: still over the tolerance
     attention = model.layers[last].self_attn
     receivers = [(last, "q", h) for h in range(attention.num_heads)] + [(last, "k", g) for g in range(attention.num_kv_heads)]
-    result = patch_paths(model, CLEAN, CORRUPTED, metric_for(model), receivers, layers=[0], progress=False)
+    result = patch_paths(model, pair.clean, pair.corrupted, pair.metric(model), receivers, layers=[0], progress=False)
     for head in range(result.values.shape[1]):
-        assert result.values[0, head].item() == pytest.approx(hf_path_patch(model, (0, head), receivers), abs=ATOL)
+        assert result.values[0, head].item() == pytest.approx(hf_path_patch(pair, model, (0, head), receivers), abs=ATOL)
     assert (result.values - result.metric_corrupted).abs().max() > 2 * ATOL
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_sublayer_senders_to_an_attention_input_and_the_logits_match_the_hooks_at_chosen_positions(tiny_model, name):
+def test_sublayer_senders_to_an_attention_input_and_the_logits_match_the_hooks_at_chosen_positions(tiny_model, name, pair):
     model = tiny_model(name)
     last = model.num_layers - 1
-    positions = [differing_position(model), -1]
+    positions = [pair.differing_position(model), -1]
     receivers = [(last, "attention"), "logits"]
     for freeze in ("all", "attention"):
         result = patch_paths(
-            model, CLEAN, CORRUPTED, metric_for(model), receivers, senders="sublayers", layers=[0], positions=positions, freeze=freeze, progress=False
+            model, pair.clean, pair.corrupted, pair.metric(model), receivers, senders="sublayers", layers=[0], positions=positions, freeze=freeze, progress=False
         )  # fmt: skip
         assert result.labels["sublayer"] == ["attention_output", "mlp_output"]
         for column, which in enumerate(("attention", "mlp")):
-            direct = hf_path_patch(model, (0, which), receivers, freeze=freeze, positions=positions)
+            direct = hf_path_patch(pair, model, (0, which), receivers, freeze=freeze, positions=positions)
             assert result.values[0, column].item() == pytest.approx(direct, abs=ATOL)
         assert (result.values - result.metric_corrupted).abs().max() > 1e-3
 
@@ -183,30 +154,30 @@ def test_sublayer_senders_to_an_attention_input_and_the_logits_match_the_hooks_a
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_the_whole_stream_after_a_head_with_mlps_recomputing_is_patch_heads(tiny_model, name):
+def test_the_whole_stream_after_a_head_with_mlps_recomputing_is_patch_heads(tiny_model, name, pair):
     model = tiny_model(name)
-    metric, last = metric_for(model), model.num_layers - 1
-    heads = patch_heads(model, CLEAN, CORRUPTED, metric, progress=False)
+    metric, last = pair.metric(model), model.num_layers - 1
+    heads = patch_heads(model, pair.clean, pair.corrupted, metric, progress=False)
     # the stream entering the next block carries everything the head changed: its path there is its whole effect
     for layer in range(last):
-        paths = patch_paths(model, CLEAN, CORRUPTED, metric, [(layer + 1, "stream")], layers=[layer], freeze="attention", progress=False)
+        paths = patch_paths(model, pair.clean, pair.corrupted, metric, [(layer + 1, "stream")], layers=[layer], freeze="attention", progress=False)
         torch.testing.assert_close(paths.values[0], heads.values[layer], atol=ATOL, rtol=0)
-    final = patch_paths(model, CLEAN, CORRUPTED, metric, ["logits"], layers=[last], freeze="attention", progress=False)
+    final = patch_paths(model, pair.clean, pair.corrupted, metric, ["logits"], layers=[last], freeze="attention", progress=False)
     torch.testing.assert_close(final.values[0], heads.values[last], atol=ATOL, rtol=0)
     # frozen, the block's own MLP no longer carries the head's change: a different (direct-only) effect
-    frozen = patch_paths(model, CLEAN, CORRUPTED, metric, [(1, "stream")], layers=[0], progress=False)
+    frozen = patch_paths(model, pair.clean, pair.corrupted, metric, [(1, "stream")], layers=[0], progress=False)
     assert (frozen.values[0] - heads.values[0]).abs().max() > 1e-4
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_an_mlp_senders_path_to_the_next_stream_is_patching_that_mlp_everywhere(tiny_model, name):
+def test_an_mlp_senders_path_to_the_next_stream_is_patching_that_mlp_everywhere(tiny_model, name, pair):
     model = tiny_model(name)
-    metric = metric_for(model)
-    paths = patch_paths(model, CLEAN, CORRUPTED, metric, [(1, "stream")], senders="sublayers", layers=[0], progress=False)
+    metric = pair.metric(model)
+    paths = patch_paths(model, pair.clean, pair.corrupted, metric, [(1, "stream")], senders="sublayers", layers=[0], progress=False)
     source, out = [], []
-    with torch.no_grad(), model.trace(CLEAN):
+    with torch.no_grad(), model.trace(pair.clean):
         source.append(model.layers[0].mlp.mlp_output.clone())
-    with torch.no_grad(), model.trace(CORRUPTED):
+    with torch.no_grad(), model.trace(pair.corrupted):
         model.layers[0].mlp.mlp_output = source[0]
         out.append(metric(model.logits))
     assert paths.values[0, 1].item() == pytest.approx(float(out[0]), abs=ATOL)
@@ -214,39 +185,39 @@ def test_an_mlp_senders_path_to_the_next_stream_is_patching_that_mlp_everywhere(
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_receivers_before_their_sender_receive_nothing_and_clean_into_itself_changes_nothing(tiny_model, name):
+def test_receivers_before_their_sender_receive_nothing_and_clean_into_itself_changes_nothing(tiny_model, name, pair):
     model = tiny_model(name)
-    metric = metric_for(model)
+    metric = pair.metric(model)
     # block 0's attention inputs and the stream entering it come before every head
     early = [(0, "stream"), (0, "attention"), (0, "q"), (0, "k"), (0, "v")]
-    result = patch_paths(model, CLEAN, CORRUPTED, metric, early, progress=False)
+    result = patch_paths(model, pair.clean, pair.corrupted, metric, early, progress=False)
     torch.testing.assert_close(result.values, torch.full_like(result.values, result.metric_corrupted), atol=ATOL, rtol=0)
     # block 0's MLP input comes after block 0's heads but before block 1's sublayers
-    mlp = patch_paths(model, CLEAN, CORRUPTED, metric, [(0, "mlp")], senders="sublayers", progress=False)
+    mlp = patch_paths(model, pair.clean, pair.corrupted, metric, [(0, "mlp")], senders="sublayers", progress=False)
     torch.testing.assert_close(mlp.values[1:], torch.full_like(mlp.values[1:], mlp.metric_corrupted), atol=ATOL, rtol=0)
     assert mlp.values[0, 1].item() == pytest.approx(mlp.metric_corrupted, abs=ATOL)  # its own output is after it
     assert mlp.values[0, 0].item() != pytest.approx(mlp.metric_corrupted, abs=1e-3)
-    same = patch_paths(model, CLEAN, CLEAN, metric, [(model.num_layers - 1, "k"), "logits"], progress=False)
+    same = patch_paths(model, pair.clean, pair.clean, metric, [(model.num_layers - 1, "k"), "logits"], progress=False)
     assert same.metric_clean == pytest.approx(same.metric_corrupted, abs=ATOL)
     torch.testing.assert_close(same.values, torch.full_like(same.values, same.metric_clean), atol=ATOL, rtol=0)
 
 
-def test_packing_senders_changes_no_cell_and_batches_pair_up(tiny_model):
+def test_packing_senders_changes_no_cell_and_batches_pair_up(tiny_model, pair):
     model = tiny_model("llama")
-    metric = metric_for(model)
+    metric = pair.metric(model)
     receivers = [(2, "k"), (1, "mlp")]
-    packed = patch_paths(model, CLEAN, CORRUPTED, metric, receivers, progress=False)
-    alone = patch_paths(model, CLEAN, CORRUPTED, metric, receivers, cells_per_forward=1, progress=False)
+    packed = patch_paths(model, pair.clean, pair.corrupted, metric, receivers, progress=False)
+    alone = patch_paths(model, pair.clean, pair.corrupted, metric, receivers, cells_per_forward=1, progress=False)
     assert packed.forwards == 2 * model.num_layers and alone.forwards == 2 * packed.values.numel()
     torch.testing.assert_close(packed.values, alone.values, atol=ATOL, rtol=0)
     assert packed.site == "self_attn.attention_head_outputs -> layers.1.mlp_input, layers.2.self_attn.attention_keys[0, 1]"
-    batch = patch_paths(model, [CLEAN, "Hi J"], [CORRUPTED, "Hi M"], metric, receivers, layers=[0], heads=[2], progress=False)
+    batch = patch_paths(model, [pair.clean, "Hi J"], [pair.corrupted, "Hi M"], metric, receivers, layers=[0], heads=[2], progress=False)
     assert batch.values.shape == (1, 1) and batch.labels == {"layer": ["0"], "head": ["2"]}
 
 
-def test_bad_receivers_and_arguments_fail_before_the_model_runs(tiny_model):
+def test_bad_receivers_and_arguments_fail_before_the_model_runs(tiny_model, pair):
     model = tiny_model("llama")
-    metric = metric_for(model)
+    metric = pair.metric(model)
     calls = []
     hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))
     bad = [
@@ -259,18 +230,18 @@ def test_bad_receivers_and_arguments_fail_before_the_model_runs(tiny_model):
     try:
         for receivers, match in bad:
             with pytest.raises(InvalidArgument, match=match):
-                patch_paths(model, CLEAN, CORRUPTED, metric, receivers, progress=False)
+                patch_paths(model, pair.clean, pair.corrupted, metric, receivers, progress=False)
         with pytest.raises(InvalidArgument, match=r"freeze="):
-            patch_paths(model, CLEAN, CORRUPTED, metric, ["logits"], freeze="mlp", progress=False)
+            patch_paths(model, pair.clean, pair.corrupted, metric, ["logits"], freeze="mlp", progress=False)
         with pytest.raises(InvalidArgument, match=r"senders="):
-            patch_paths(model, CLEAN, CORRUPTED, metric, ["logits"], senders="neurons", progress=False)
+            patch_paths(model, pair.clean, pair.corrupted, metric, ["logits"], senders="neurons", progress=False)
         with pytest.raises(InvalidArgument, match=r"heads=.*leave heads=None"):
-            patch_paths(model, CLEAN, CORRUPTED, metric, ["logits"], senders="sublayers", heads=[0], progress=False)
+            patch_paths(model, pair.clean, pair.corrupted, metric, ["logits"], senders="sublayers", heads=[0], progress=False)
         with pytest.raises(InvalidArgument, match="same length"):
-            patch_paths(model, CLEAN, CORRUPTED + " then", metric, ["logits"], progress=False)
+            patch_paths(model, pair.clean, pair.corrupted + " then", metric, ["logits"], progress=False)
     finally:
         hook.remove()
     assert not calls
     gptj = tiny_model("gptj")
     with pytest.raises(InvalidArgument, match=r"parallel block.*\(1, \"q\"\)"):
-        patch_paths(gptj, CLEAN, CORRUPTED, metric_for(gptj), [(1, "attention")], progress=False)
+        patch_paths(gptj, pair.clean, pair.corrupted, pair.metric(gptj), [(1, "attention")], progress=False)

@@ -30,14 +30,12 @@ from typing import Any, Iterable, Sequence
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..errors import Unavailable
 from . import _arguments
+from ._packs import Metric, measure_packs, planned, run_metric, run_pack, skippable
 from .cache import cache_values
-from .packing import plan
-from .patching import Metric, Sweep, _logits_to_keep, _repeated, _scalar, _skippable
-from .steering import skip_layers
+from .patching import Sweep
 
 __all__ = ["Ablation", "ablation_sweep", "HOWS", "OVER"]
 
@@ -457,64 +455,31 @@ def ablation_sweep(
         raise _arguments.InvalidArgument(
             function, "reference", f"{ablation.sources} prompts", f"{len(batch)} prompts are ablated: give one reference prompt for all, or one per prompt"
         )
-    forward = _logits_to_keep(model, logits_at, seq, function)
-    at = None if logits_at is None else _arguments.positions(logits_at, seq, function=function, argument="logits_at")
-    packing = plan(model, len(batch), seq, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logit_positions=None if at is None else len(at))
+    forward, at, packing = planned(
+        model, len(batch), seq, logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
+    )
     width = max(len(columns) for columns in per_layer.values())
     widest = max(per_layer.values(), key=len)
 
     with torch.no_grad():
-        skips = [layer for layer in chosen if _skippable(model, layer)]
-        streams: list = []
-        measured: list = []
-        with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
-            streams.extend(model.layers[layer].layer_input.clone() for layer in sorted(skips))
-            logits = model.logits
-            measured.append(metric(logits if at is None else logits[:, at]))
-        metric_clean, entering = _scalar(measured[0]), dict(zip(sorted(skips), streams))
-        with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
-            ablation.apply()
-            logits = model.logits
-            measured.append(metric(logits if at is None else logits[:, at]))
-        metric_all = _scalar(measured[1])
+        skips = sorted(layer for layer in chosen if skippable(model, layer))
+        metric_clean, streams = run_metric(model, batch.inputs, metric, remote, lambda: [model.layers[layer].layer_input.clone() for layer in skips], at)
+        metric_all, _ = run_metric(model, batch.inputs, metric, remote, ablation.apply, at)
+        entering = dict(zip(skips, streams))
 
         values = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
-        cells = [(row, layer, col, site) for row, layer in enumerate(chosen) for col, site in enumerate(per_layer[layer])]
-        packs = packing.packs(sorted(cells, key=lambda cell: cell[1]), key=lambda cell: cell[1])
-        bar = tqdm(total=len(cells), desc=f"ablating {over}", disable=not progress)
-        for pack in packs:
-            layer = pack[0][1]
-            results = _run_pack(model, batch, metric, remote, ablation, layer, [cell[3] for cell in pack], entering.get(layer), forward)
-            for (row, _, col, _), value in zip(pack, results):
-                values[row, col] = value
-            bar.update(len(pack))
-        bar.close()
+        cells = [(row, layer, (col,), site) for row, layer in enumerate(chosen) for col, site in enumerate(per_layer[layer])]
+
+        def measure(layer: int, sites: list[Site]) -> list[float]:
+            def edit(rows: list[slice]) -> None:
+                ablation.edit_layer(layer, list(zip(sites, rows)))
+
+            return run_pack(model, batch, len(sites), edit, metric=metric, remote=remote, forward=forward, layer=layer, entering=entering.get(layer))
+
+        forwards = measure_packs(values, cells, packing, measure, desc=f"ablating {over}", progress=progress)
 
     axis = {"heads": "head", "neurons": "neuron", "sublayers": "sublayer", "experts": "expert"}[over]
     site = {"heads": VALUES["head"], "neurons": VALUES["neuron"], "sublayers": f"{VALUES['attention']}, {VALUES['mlp']}", "experts": VALUES["expert"]}[over]
     labels = {"layer": [str(layer) for layer in chosen], axis: [_label(site) for site in widest]}
-    return Sweep(values, ("layer", axis), labels, metric_clean, metric_all, site, forwards=len(packs))
+    return Sweep(values, ("layer", axis), labels, metric_clean, metric_all, site, forwards=forwards)
 
-
-def _run_pack(
-    model: Any,
-    batch: _arguments.Batch,
-    metric: Metric,
-    remote: bool | str,
-    ablation: Ablation,
-    layer: int,
-    sites: list[Site],
-    entering: Tensor | None,
-    forward: dict[str, Any],
-) -> list[float]:
-    """One forward of the prompts once per site, copy ``c`` with ``sites[c]`` ablated: each copy's metric."""
-    size, count = len(batch), len(sites)
-    metrics: list = []
-    with _arguments.left_padding(model), model.trace(_repeated(batch, count), remote=remote, **forward):
-        if entering is not None:
-            skip_layers(model, 0, layer - 1, with_=entering.repeat(count, *[1] * (entering.dim() - 1)))
-        ablation.edit_layer(layer, [(site, slice(copy * size, (copy + 1) * size)) for copy, site in enumerate(sites)])
-        logits = model.logits
-        for copy in range(count):
-            metrics.append(metric(logits[copy * size : (copy + 1) * size]))
-    return [_scalar(value) for value in metrics]

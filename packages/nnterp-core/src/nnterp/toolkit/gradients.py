@@ -32,7 +32,8 @@ from tqdm.auto import tqdm
 from ..errors import Unavailable
 from . import _arguments
 from .names import standard_name
-from .patching import STREAMS, Metric, Sweep, _check_prompts, _owner, _scalar
+from ._packs import scalar as _scalar
+from .patching import STREAMS, Metric, Sweep, _check_prompts, _owner
 
 #: the sites attribution patching estimates, by the name ``values=`` takes: the stream points, the contributions, the heads
 SITES = {

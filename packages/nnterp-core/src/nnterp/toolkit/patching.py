@@ -20,24 +20,18 @@ kit passes; a value a family lacks raises its ``Unavailable``.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from . import _arguments
 from ._arguments import Batch
+from ._packs import Metric, measure_packs, planned, run_metric, run_pack, skippable
 from .names import hook_of, standard_name
-from .packing import plan
-from .steering import skip_layers
 from .tokens import token_labels
-
-#: a metric maps the run's logits ``[batch, seq, vocab_size]`` to one number
-Metric = Callable[[Tensor], "float | Tensor"]
 
 #: the residual-stream values ``patch_residual`` can patch
 STREAMS = ("layer_input", "layer_mid", "layer_output")
@@ -130,22 +124,6 @@ def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tup
     return clean, corrupted, token_labels(tokenizer, clean.input_ids[0])
 
 
-def _repeated(batch: Batch, count: int) -> dict[str, Tensor]:
-    """``batch.inputs`` stacked ``count`` times along the batch axis."""
-    return {key: value.repeat(count, 1) for key, value in batch.inputs.items()}
-
-
-def _scalar(value: Any) -> float:
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise ValueError(
-                f"the metric returned a tensor of shape {tuple(value.shape)}; it must return one number "
-                "(a float or a one-element tensor), e.g. reduce over the batch with .mean()"
-            )
-        return float(value.detach().float().cpu().item())
-    return float(value)
-
-
 # -- the sweep ---------------------------------------------------------------------
 
 
@@ -154,64 +132,6 @@ def _owner(model: Any, layer: int, where: str) -> Any:
     for part in filter(None, where.split(".")):
         envoy = getattr(envoy, part)
     return envoy
-
-
-def _logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int, function: str) -> dict[str, Any]:
-    """The forward's keyword that computes the logits at ``logits_at`` alone (transformers' ``logits_to_keep``), or none.
-
-    Checked before anything runs: the positions must be in range, in order
-    and distinct, and the model's forward must take ``logits_to_keep``.
-    """
-    if logits_at is None:
-        return {}
-    positions = _arguments.positions(logits_at, seq, function=function, argument="logits_at")
-    if len(set(positions)) != len(positions) or positions != sorted(positions):
-        raise _arguments.InvalidArgument(
-            function, "logits_at", logits_at, "positions out of order or repeated",
-            "give the positions the metric reads, distinct and in order (e.g. [-1], or [3, 7]); they index the metric's logits in that order",
-        )
-    forward = getattr(model._module, "forward", None)
-    if "logits_to_keep" not in inspect.signature(forward).parameters:
-        raise ValueError(
-            f"logits_at: {type(model._module).__name__}.forward takes no logits_to_keep, so its logits cannot be "
-            "computed at some positions alone; leave logits_at=None"
-        )
-    if positions == list(range(seq - len(positions), seq)):
-        return {"logits_to_keep": len(positions)}
-    return {"logits_to_keep": torch.tensor(positions)}
-
-
-def _run_metric(
-    model: Any, prompts: dict[str, Tensor], metric: Metric, remote: bool | str, save: Callable[[], Any] | None = None, at: list[int] | None = None
-) -> tuple[float, list]:
-    """One trace of ``prompts``: what ``save`` reads (in forward order), then the metric (of the logits at ``at`` only)."""
-    saved: list = []
-    metrics: list = []
-    with _arguments.left_padding(model), model.trace(prompts, remote=remote):
-        if save is not None:
-            saved.extend(save())
-        logits = model.logits
-        metrics.append(metric(logits if at is None else logits[:, at]))
-    return _scalar(metrics[0]), saved
-
-
-def _skippable(model: Any, layer: int) -> bool:
-    """Whether a pack patching at ``layer`` may skip the blocks before it, handing on the corrupted run's stream instead.
-
-    Those blocks compute exactly what the corrupted run computed (no patch acts
-    before ``layer``), so their only output a later block reads is the stream
-    entering ``layer``: unless one of them stores what a later block reuses
-    (``skip_breaks``), hands a state on beside the stream (``carries``) or has
-    later blocks read its input another way (``read_beside_the_stream``), or
-    the block does not serve ``layer_input``.
-    """
-    if layer == 0:
-        return False
-    for index in range(layer):
-        block = model.layers[index]
-        if block.skip_breaks() is not None or block.carries() is not None or block.read_beside_the_stream() is not None:
-            return False
-    return model.support(layer).get("layer_input") is None
 
 
 def _sweep(
@@ -242,11 +162,11 @@ def _sweep(
     ``columns`` gives one list per axis, ``column_labels`` one list of labels
     per axis, the cells are their product and ``write`` takes one index per
     axis. The cells are packed
-    along the batch axis (``nnterp.toolkit.packing``): a forward runs the
+    along the batch axis (``_packs.run_pack``): a forward runs the
     corrupted prompts once per cell of a pack, each copy patched at its own
     column, and ``metric`` reads each copy's logits alone, so each cell's value
     is what one trace of that cell alone gives. A pack holds one layer's cells
-    and skips the blocks before that layer where it may (``_skippable``),
+    and skips the blocks before that layer where it may (``_packs.skippable``),
     handing on the stream the corrupted run had there.
     """
     where, _, name = site.rpartition(".")
@@ -259,14 +179,13 @@ def _sweep(
     # count: then the labels are the widest layer's, and the others' extra cells NaN
     widest = [max((cols[axis] for cols in per_layer.values()), key=len, default=[]) for axis in range(len(axes))]
     widths = [len(cols) for cols in widest]
-    forward = _logits_to_keep(model, logits_at, len(tokens), function)
-    at = None if logits_at is None else _arguments.positions(logits_at, len(tokens), function=function, argument="logits_at")
-    kept = None if at is None else len(at)
-    packing = plan(model, len(corrupted), len(tokens), cells_per_forward=cells_per_forward, memory_budget=memory_budget, logit_positions=kept)
+    forward, at, packing = planned(
+        model, len(corrupted), len(tokens), logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
+    )
 
     with torch.no_grad():
         order = sorted(set(chosen))  # forward order: a trace reads layer after layer
-        skips = [layer for layer in order if _skippable(model, layer)]
+        skips = [layer for layer in order if skippable(model, layer)]
 
         def read_clean() -> list:
             return [getattr(_owner(model, layer, where), name).clone() for layer in order]
@@ -276,8 +195,8 @@ def _sweep(
 
         # the two runs compute every position's logits, which the metric reads at logits_at: a one-row product
         # would round otherwise than the packs' many-row one
-        metric_clean, cached = _run_metric(model, clean.inputs, metric, remote, read_clean, at)
-        metric_corrupted, streams = _run_metric(model, corrupted.inputs, metric, remote, read_streams, at)
+        metric_clean, cached = run_metric(model, clean.inputs, metric, remote, read_clean, at)
+        metric_corrupted, streams = run_metric(model, corrupted.inputs, metric, remote, read_streams, at)
         cache, entering = dict(zip(order, cached)), dict(zip(skips, streams))
 
         values = torch.full((len(chosen), *widths), float("nan"), dtype=torch.float32)
@@ -286,56 +205,27 @@ def _sweep(
             for row, layer in enumerate(chosen)
             for cell in itertools.product(*(range(len(cols)) for cols in per_layer[layer]))
         ]
-        packs = packing.packs(sorted(cells, key=lambda cell: cell[1]), key=lambda cell: cell[1])
-        bar = tqdm(total=len(cells), desc=f"patching {site}", disable=not progress)
-        for pack in packs:
-            layer = pack[0][1]
-            measured = _run_pack(
-                model, corrupted, metric, remote, layer, where, name, [cell[3] for cell in pack], cache[layer], entering.get(layer), write, forward
-            )  # fmt: skip
-            for (row, _, cell, _), value in zip(pack, measured):
-                values[(row, *cell)] = value
-            bar.update(len(pack))
-        bar.close()
+
+        def measure(layer: int, patches: list[tuple[int, ...]]) -> list[float]:
+            def edit(rows: list[slice]) -> None:
+                owner = _owner(model, layer, where)
+                patched = getattr(owner, name).clone()
+                for copy, column in zip(rows, patches):
+                    write(patched[copy], cache[layer].to(device=patched.device, dtype=patched.dtype), *column)
+                setattr(owner, name, patched)
+
+            return run_pack(model, corrupted, len(patches), edit, metric=metric, remote=remote, forward=forward, layer=layer, entering=entering.get(layer))
+
+        forwards = measure_packs(values, cells, packing, measure, desc=f"patching {site}", progress=progress)
 
     shown = column_labels(tokens, widest) if several else [column_labels(tokens, widest[0])]
     labels = {"layer": [str(layer) for layer in chosen], **dict(zip(axes, shown))}
-    return Sweep(values, ("layer", *axes), labels, metric_clean, metric_corrupted, site, forwards=len(packs))
+    return Sweep(values, ("layer", *axes), labels, metric_clean, metric_corrupted, site, forwards=forwards)
 
 
-def _run_pack(
-    model: Any,
-    corrupted: Batch,
-    metric: Metric,
-    remote: bool | str,
-    layer: int,
-    where: str,
-    name: str,
-    columns: list[tuple[int, ...]],
-    source: Tensor,
-    entering: Tensor | None,
-    write: Callable[[Tensor, Tensor, int], None],
-    forward: dict[str, Any],
-) -> list[float]:
-    """One forward of the corrupted prompts once per column, copy ``c`` patched at ``columns[c]``: each copy's metric.
-
-    ``entering`` is the corrupted run's stream entering ``layer`` (the blocks
-    before it are skipped and hand it on), or None to run them.
-    """
-    size, count = len(corrupted), len(columns)
-    metrics: list = []
-    with _arguments.left_padding(model), model.trace(_repeated(corrupted, count), remote=remote, **forward):
-        if entering is not None:
-            skip_layers(model, 0, layer - 1, with_=entering.repeat(count, *[1] * (entering.dim() - 1)))
-        owner = _owner(model, layer, where)
-        patched = getattr(owner, name).clone()
-        for copy, column in enumerate(columns):
-            write(patched[copy * size : (copy + 1) * size], source.to(device=patched.device, dtype=patched.dtype), *column)
-        setattr(owner, name, patched)
-        logits = model.logits
-        for copy in range(count):
-            metrics.append(metric(logits[copy * size : (copy + 1) * size]))
-    return [_scalar(value) for value in metrics]
+def _heads(model: Any, heads: Iterable[int] | None, layer: int, function: str) -> list[int]:
+    """``heads`` checked against block ``layer``'s attention heads (all where None)."""
+    return _arguments.indices(heads, model.layers[layer].self_attn.num_heads, function=function, argument="heads", what="attention heads")
 
 
 def _position_sweep(model, function, clean, corrupted, metric, site, layers, positions, progress, remote, **packing: Any) -> Sweep:
@@ -483,7 +373,7 @@ def patch_heads(
     """
 
     def columns(tokens: list[str], layer: int) -> list[int]:
-        return _arguments.indices(heads, model.layers[layer].self_attn.num_heads, function="patch_heads", argument="heads", what="attention heads")
+        return _heads(model, heads, layer, "patch_heads")
 
     def write(patched: Tensor, source: Tensor, head: int) -> None:
         patched[:, :, head] = source[:, :, head]
@@ -524,8 +414,7 @@ def patch_heads_by_position(
     function = "patch_heads_by_position"
 
     def columns(tokens: list[str], layer: int) -> list[list[int]]:
-        chosen = _arguments.indices(heads, model.layers[layer].self_attn.num_heads, function=function, argument="heads", what="attention heads")
-        return [chosen, _arguments.positions(positions, len(tokens), function=function)]
+        return [_heads(model, heads, layer, function), _arguments.positions(positions, len(tokens), function=function)]
 
     def labels(tokens: list[str], cols: list[list[int]]) -> list[list[str]]:
         return [[str(h) for h in cols[0]], [tokens[p] for p in cols[1]]]

@@ -33,13 +33,11 @@ from typing import Any, Iterable, Sequence
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from . import _arguments
 from ._arguments import Batch
-from .packing import plan
-from .patching import Metric, Sweep, _check_prompts, _logits_to_keep, _repeated, _run_metric, _scalar, _skippable
-from .steering import skip_layers
+from ._packs import Metric, enter, measure_packs, planned, repeated, rows, run_metric, run_pack, skippable
+from .patching import Sweep, _check_prompts, _heads
 
 __all__ = ["patch_paths"]
 
@@ -147,12 +145,6 @@ def _receivers(model: Any, given: Any, function: str) -> list[_Receiver]:
     return sorted(dict.fromkeys(out), key=lambda receiver: receiver.order)
 
 
-def _entering(model: Any, layer: int, stream: Tensor | None, count: int) -> None:
-    """Inside a trace of ``count`` copies: skip the blocks before ``layer``, handing on the corrupted stream, where they may be."""
-    if stream is not None:
-        skip_layers(model, 0, layer - 1, with_=stream.repeat(count, *[1] * (stream.dim() - 1)))
-
-
 def _keep_last(model: Any) -> dict[str, Any]:
     """The forward's keyword that computes the last position's logits alone, where it takes one (the recording run reads none)."""
     forward = getattr(model._module, "forward", None)
@@ -223,23 +215,20 @@ def patch_paths(
         raise _arguments.InvalidArgument(function, "heads", heads, 'heads pick sender heads, and senders="sublayers" sends whole sublayers', 'leave heads=None, or pass senders="heads"')
     chosen = _arguments.layers(model, layers, function=function)
     if senders == "heads":
-        per_layer = {
-            layer: _arguments.indices(heads, model.layers[layer].self_attn.num_heads, function=function, argument="heads", what="attention heads")
-            for layer in chosen
-        }
+        per_layer = {layer: _heads(model, heads, layer, function) for layer in chosen}
     else:
         per_layer = {layer: [0, 1] for layer in chosen}
     widest = max(per_layer.values(), key=len)
     written = None if positions is None else _arguments.positions(positions, len(tokens), function=function)
-    forward = _logits_to_keep(model, logits_at, len(tokens), function)
-    at = None if logits_at is None else _arguments.positions(logits_at, len(tokens), function=function, argument="logits_at")
-    packing = plan(model, len(corrupted), len(tokens), cells_per_forward=cells_per_forward, memory_budget=memory_budget, logit_positions=None if at is None else len(at))
+    forward, at, packing = planned(
+        model, len(corrupted), len(tokens), logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
+    )
     frozen = FREEZE[freeze]
     first = min(chosen)
 
     with torch.no_grad():
         order = sorted(set(chosen))
-        skips = [layer for layer in order if _skippable(model, layer)]
+        skips = [layer for layer in order if skippable(model, layer)]
         site = "self_attn.attention_head_outputs" if senders == "heads" else None
 
         def read_clean() -> list:
@@ -257,8 +246,8 @@ def patch_paths(
                     out.append(model.layers[layer].mlp.mlp_output.clone())
             return out
 
-        metric_clean, cached = _run_metric(model, clean.inputs, metric, remote, read_clean, at)
-        metric_corrupted, saved = _run_metric(model, corrupted.inputs, metric, remote, read_corrupted, at)
+        metric_clean, cached = run_metric(model, clean.inputs, metric, remote, read_clean, at)
+        metric_corrupted, saved = run_metric(model, corrupted.inputs, metric, remote, read_corrupted, at)
         if senders == "heads":
             sources = {(layer, 0): value for layer, value in zip(order, cached)}
         else:
@@ -272,23 +261,20 @@ def patch_paths(
                 contributions[layer, "mlp_output"] = next(it)
 
         values = torch.full((len(chosen), len(widest)), float("nan"), dtype=torch.float32)
-        cells = [(row, layer, col, sender) for row, layer in enumerate(chosen) for col, sender in enumerate(per_layer[layer])]
-        packs = packing.packs(sorted(cells, key=lambda cell: cell[1]), key=lambda cell: cell[1])
-        bar = tqdm(total=len(cells), desc="path patching", disable=not progress)
-        for pack in packs:
-            layer = pack[0][1]
-            run = _Pack(model, corrupted, layer, [cell[3] for cell in pack], senders, frozen, sources, contributions, entering.get(layer), remote)
+        cells = [(row, layer, (col,), sender) for row, layer in enumerate(chosen) for col, sender in enumerate(per_layer[layer])]
+
+        def measure(layer: int, sending: list[int]) -> list[float]:
+            run = _Pack(model, corrupted, layer, sending, senders, frozen, sources, contributions, entering.get(layer), remote)
             recorded = run.record([receiver for receiver in chosen_receivers if receiver.layer >= layer])
-            for (row, _, col, _), value in zip(pack, run.measure(recorded, written, metric, forward)):
-                values[row, col] = value
-            bar.update(len(pack))
-        bar.close()
+            return run.measure(recorded, written, metric, forward)
+
+        forwards = measure_packs(values, cells, packing, measure, desc="path patching", progress=progress)
 
     sent = site or "attention_output, mlp_output"
     site = f"{sent} -> {', '.join(map(str, chosen_receivers))}"
     column = "head" if senders == "heads" else "sublayer"
     labels = {"layer": [str(layer) for layer in chosen], column: [str(h) for h in widest] if senders == "heads" else list(SUBLAYERS)}
-    return Sweep(values, ("layer", column), labels, metric_clean, metric_corrupted, site, forwards=2 * len(packs))
+    return Sweep(values, ("layer", column), labels, metric_clean, metric_corrupted, site, forwards=2 * forwards)
 
 
 @dataclass
@@ -306,10 +292,6 @@ class _Pack:
     entering: Tensor | None
     remote: bool | str
 
-    def _rows(self, copy: int) -> slice:
-        size = len(self.corrupted)
-        return slice(copy * size, (copy + 1) * size)
-
     def _contribution(self, block: int, name: str) -> None:
         """Block ``block``'s ``name`` contribution: the sender's clean value in its copy, frozen at the corrupted run's elsewhere."""
         model, count = self.model, len(self.senders)
@@ -321,8 +303,9 @@ class _Pack:
             return
         corrupted = self.contributions[block, name]
         value = corrupted.repeat(count, *[1] * (corrupted.dim() - 1)) if freezing else getattr(host, name).clone()
+        copies = rows(self.corrupted, count)
         for copy in sending:
-            value[self._rows(copy)] = self.sources[block, part]
+            value[copies[copy]] = self.sources[block, part]
         setattr(host, name, value.to(dtype=corrupted.dtype))
 
     def record(self, receivers: list) -> list[tuple[_Receiver, Tensor]]:
@@ -330,8 +313,9 @@ class _Pack:
         model, count = self.model, len(self.senders)
         out: list[tuple[_Receiver, Tensor]] = []
         pending = list(receivers)
-        with _arguments.left_padding(model), model.trace(_repeated(self.corrupted, count), remote=self.remote, **_keep_last(model)):
-            _entering(model, self.layer, self.entering, count)
+        copies = rows(self.corrupted, count)
+        with _arguments.left_padding(model), model.trace(repeated(self.corrupted, count), remote=self.remote, **_keep_last(model)):
+            enter(model, self.layer, self.entering, count)
             for block in range(self.layer, model.num_layers):
                 for rank in range(10):
                     while pending and pending[0].order == (block, rank):
@@ -342,7 +326,7 @@ class _Pack:
                         patched = attention.attention_head_outputs.clone()
                         source = self.sources[block, 0]
                         for copy, head in enumerate(self.senders):
-                            patched[self._rows(copy), :, head] = source[:, :, head].to(device=patched.device, dtype=patched.dtype)
+                            patched[copies[copy], :, head] = source[:, :, head].to(device=patched.device, dtype=patched.dtype)
                         attention.attention_head_outputs = patched
                     elif rank == ATTENTION:
                         self._contribution(block, "attention_output")
@@ -352,14 +336,11 @@ class _Pack:
 
     def measure(self, recorded: list, positions: list[int] | None, metric: Metric, forward: dict[str, Any]) -> list[float]:
         """Run 3: the corrupted prompts with the receivers' inputs replaced by ``recorded``; each copy's metric."""
-        model, count = self.model, len(self.senders)
-        receivers, inputs = [receiver for receiver, _ in recorded], [value for _, value in recorded]
-        metrics: list = []
-        with _arguments.left_padding(model), model.trace(_repeated(self.corrupted, count), remote=self.remote, **forward):
-            _entering(model, self.layer, self.entering, count)
-            for receiver, value in zip(receivers, inputs):
-                receiver.write(model, value, positions)
-            logits = model.logits
-            for copy in range(count):
-                metrics.append(metric(logits[self._rows(copy)]))
-        return [_scalar(value) for value in metrics]
+
+        def edit(_: list[slice]) -> None:
+            for receiver, value in recorded:
+                receiver.write(self.model, value, positions)
+
+        return run_pack(
+            self.model, self.corrupted, len(self.senders), edit, metric=metric, remote=self.remote, forward=forward, layer=self.layer, entering=self.entering
+        )
