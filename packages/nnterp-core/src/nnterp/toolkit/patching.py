@@ -51,6 +51,12 @@ class Sweep:
     and ``metric_corrupted`` are the metric of the unpatched clean and
     corrupted runs; ``site`` names the value patched (``"layer_input"``,
     ``"self_attn.attention_head_outputs"`` ...). ``values`` is float32 on the CPU.
+
+    The other sweeps return it too: ``patch_paths`` (senders on the second
+    axis: ``"head"`` or ``"sublayer"``), and ``ablation_sweep``, whose
+    ``metric_clean`` is the unablated run and ``metric_corrupted`` the run
+    with every swept site ablated together, so ``normalized()`` is 1 where
+    ablating the site alone changes nothing.
     """
 
     values: Tensor
