@@ -58,6 +58,7 @@ from .errors import LoopCutShort as LoopCutShort
 from .errors import NestedTrace as NestedTrace
 from .errors import OutsideTrace as OutsideTrace
 from .errors import ReadInBackward as ReadInBackward
+from .errors import RemoteEnvironmentError as RemoteEnvironmentError
 from .errors import UnsavedValue as UnsavedValue
 from .errors import InvalidArgument as InvalidArgument
 from .errors import InvalidPrompt as InvalidPrompt

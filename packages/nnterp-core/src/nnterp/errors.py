@@ -198,3 +198,10 @@ class FamilyMismatch(LookupError):
 class UnprovenFamily(UserWarning):
     """A load serves a family the kit never proved on this model or this release: an inferred family, a
     transformers release outside the proven series. The proof at load ran instead; the warning says what it found."""
+
+
+class RemoteEnvironmentError(RuntimeError):
+    """A remote trace nnterp did not send: the server lacks the nnterp packages it names, has other versions, or did not answer ``/env``.
+
+    The message names the server's and this client's Python, nnsight and nnterp versions and what to install or where to run.
+    """

@@ -239,6 +239,12 @@ class StandardizedTransformer(TransformersModel):
             raise pitfalls.nested_trace()
         return super().trace(*args, **kwargs)
 
+    def _remote_backend(self, remote: bool | str, blocking: bool, job_id: str | None, verbose: bool) -> Any:
+        # remote=True or a host: nnterp's classes go by name, to a server whose /env shows the same nnterp (nnterp/_remote.py)
+        from ._remote import checked
+
+        return checked(super()._remote_backend(remote, blocking, job_id, verbose), self.family)
+
     # -- values ------------------------------------------------------------------
 
     @EProperty("output", "The next-token logits")
