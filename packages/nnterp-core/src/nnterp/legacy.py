@@ -244,7 +244,7 @@ DROPPED = {
     "allow_dispatch": "nothing at load needs the weights",
     "check_attn_probs_with_trace": "attention_probabilities is proven by the conformance kit",
     "allow_multimodal": "a multimodal wrapper is served through its text family",
-    "remote": "pass remote=True to model.trace(...) or to each toolkit function; nnterp's classes travel to NDIF by value",
+    "remote": "pass remote=True to model.trace(...) or to each toolkit function; nnterp's classes travel to NDIF by name, so the server needs the same nnterp",
 }
 
 
