@@ -16,6 +16,8 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+import nnsight
+
 from . import _arguments
 from ._arguments import Batch
 from .packing import Packing, plan
@@ -83,6 +85,7 @@ def run_metric(
     saved: list = []
     metrics: list = []
     with _arguments.left_padding(model), model.trace(prompts, remote=remote):
+        nnsight.save(saved), nnsight.save(metrics)  # the lists come back from a server by name, as any saved value
         if inside is not None:
             saved.extend(inside() or ())
         logits = model.logits
@@ -141,6 +144,7 @@ def run_pack(
     copies = rows(batch, count)
     metrics: list = []
     with _arguments.left_padding(model), model.trace(repeated(batch, count), remote=remote, **forward):
+        nnsight.save(metrics)
         enter(model, layer, entering, count)
         edit(copies)
         logits = model.logits

@@ -15,6 +15,7 @@ from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import nnsight
 import torch
 from torch import Tensor
 from nnsight.intervention.interleaver import OutOfOrderError
@@ -702,6 +703,7 @@ def _read_batch(
 
     stop_value = f"layers.{stop_at_layer}.layer_output"
     with model.trace(remote=remote) as tracer:
+        nnsight.save(read)  # filled in place by take(): a server hands the list back by name
         with tracer.invoke(batch):
             if not separate:
                 for index in range(len(hosts)):

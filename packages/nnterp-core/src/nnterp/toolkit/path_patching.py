@@ -31,6 +31,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+import nnsight
 import torch
 from torch import Tensor
 
@@ -315,6 +316,7 @@ class _Pack:
         pending = list(receivers)
         copies = rows(self.corrupted, count)
         with _arguments.left_padding(model), model.trace(repeated(self.corrupted, count), remote=self.remote, **_keep_last(model)):
+            nnsight.save(out)
             enter(model, self.layer, self.entering, count)
             for block in range(self.layer, model.num_layers):
                 for rank in range(10):
