@@ -325,6 +325,31 @@ def gradients_in_forward_order():
             late_grad = late.grad.save()
 
 
+@contextlib.contextmanager
+def frozen() -> Iterator[None]:
+    """The model's weights frozen, as NDIF's servers load every model; trainable again after."""
+    model._module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        model._module.requires_grad_(True)
+
+
+@case(
+    "Tracing pitfalls",
+    "A backward pass on frozen weights",
+    "What a gradient trace meets on NDIF, whose servers freeze every model's weights. nnsight alone: "
+    "`NotImplementedError: This tensor does not require grad, so a backward session cannot produce gradients`.",
+    setup=frozen,
+)
+def backward_on_frozen_weights():
+    with model.trace("Hello world"):
+        value = model.layers[1].layer_output
+        metric = model.logits[:, -1].sum()
+        with metric.backward():
+            gradient = value.grad.save()
+
+
 @case("Tracing pitfalls", "A value first read inside `backward()`", "Before nnterp said so, this read as a block that did not run.")
 def read_in_backward():
     with model.trace("Hello world"):

@@ -9,6 +9,7 @@ then runs the fix.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 
@@ -17,6 +18,7 @@ import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp import StandardizedTransformer
 from nnterp.errors import (
+    FrozenWeights,
     GradientOrder,
     GradientOutsideBackward,
     InvokeBeforeBarrier,
@@ -265,6 +267,50 @@ def test_grad_of_a_served_value_outside_backward_still_raises(model):
     with pytest.raises(GradientOutsideBackward, match=r"layers\[1\].layer_output.grad"):
         with model.trace(PROMPT):
             model.layers[1].layer_output.grad.save()
+
+
+@contextlib.contextmanager
+def frozen(model):
+    """The weights frozen as NDIF's servers load them (``requires_grad_(False)``), trainable again after."""
+    model._module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        model._module.requires_grad_(True)
+
+
+def _gradients(model, track: bool):
+    with model.trace(PROMPT):
+        if track:
+            model.layers[0].layer_input.requires_grad_(True)
+        value = model.layers[1].layer_output
+        metric = model.logits[:, -1].sum()
+        with metric.backward():
+            gradient = value.grad.save()
+    return gradient
+
+
+def test_a_backward_on_frozen_weights_names_the_line_that_tracks_the_stream(model):
+    with frozen(model), pytest.raises(FrozenWeights, match=r"model.layers\[0\].layer_input.requires_grad_\(True\)"):
+        _gradients(model, track=False)
+    with pytest.raises(NotImplementedError):  # still what nnsight raised, to an `except` written for it
+        with frozen(model):
+            _gradients(model, track=False)
+
+
+def test_tracking_the_stream_gives_frozen_weights_the_gradients_of_trainable_ones(model):
+    trainable = _gradients(model, track=False)
+    with frozen(model):
+        tracked = _gradients(model, track=True)
+    assert tracked.abs().sum() > 0 and torch.equal(tracked, trainable)
+    assert torch.equal(_gradients(model, track=True), trainable)  # with trainable weights the line changes nothing
+
+
+def test_grad_outside_backward_on_frozen_weights_blames_the_weights_not_no_grad(model):
+    with frozen(model), pytest.raises(GradientOutsideBackward, match="weights are frozen") as raised:
+        with model.trace(PROMPT):
+            model.layers[1].layer_output.grad.save()
+    assert "no_grad" not in str(raised.value)
 
 
 # -- 8. weights before the first trace ---------------------------------------------------------

@@ -51,6 +51,7 @@ from .errors import CheckpointNotFound as CheckpointNotFound
 from .errors import DeviceMapInvalid as DeviceMapInvalid
 from .errors import FamilyMismatch as FamilyMismatch
 from .errors import FamilyNotFound as FamilyNotFound
+from .errors import FrozenWeights as FrozenWeights
 from .errors import GradientOutsideBackward as GradientOutsideBackward
 from .errors import GradientOrder as GradientOrder
 from .errors import InvokeBeforeBarrier as InvokeBeforeBarrier

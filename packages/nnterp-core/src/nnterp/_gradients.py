@@ -34,16 +34,36 @@ FORM = """with model.trace(prompt):
 (read the value in the forward as any other, take any scalar of the forward, and read only .grad inside backward())"""
 
 
+#: the fix where the weights are frozen (NDIF's servers load every model so)
+TRACK = "make the stream entering block 0 require grad, first thing in the trace: model.layers[0].layer_input.requires_grad_(True)"
+
+
+def track(model: Any) -> None:
+    """Make the stream entering block 0 require grad where the weights are frozen, inside a trace and before any other read.
+
+    NDIF's servers load every model with ``requires_grad_(False)``, so no
+    activation is tracked; with the stream entering block 0 a leaf that
+    requires grad, every later value is in the graph exactly as it is with
+    trainable weights (its gradient included). Where it already requires grad
+    (trainable weights) this does nothing.
+    """
+    stream = model.layers[0].layer_input
+    if not stream.requires_grad:
+        stream.requires_grad_(True)
+
+
 def _read(tensor: torch.Tensor) -> Any:
     value = tensor.__dict__.get(SPELLING)
     if value is None or tensor.retains_grad or (tensor.is_leaf and tensor.requires_grad):
         # a tensor nnterp did not serve (the user's own, another thread's), or one whose gradient autograd stores
         return NATIVE.__get__(tensor)
-    why = (
-        "the trace runs under torch.no_grad(), so no gradient can reach it; trace without no_grad and "
-        if not tensor.requires_grad
-        else ""
-    )
+    why = ""
+    if not tensor.requires_grad:
+        why = (
+            f"the model's weights are frozen, so nothing computed from them is tracked; {TRACK} and "
+            if torch.is_grad_enabled()
+            else "the trace runs under torch.no_grad(), so no gradient can reach it; trace without no_grad and "
+        )
     raise GradientOutsideBackward(
         f"{value}.grad is read outside a backward pass, where it is always None: nnsight serves gradients only "
         f"inside `with metric.backward():`, as the backward reaches each value; {why}read it there:\n"

@@ -17,10 +17,12 @@ import linecache
 import re
 from typing import Any
 
+import torch
 from torch import Tensor
 
-from ._gradients import FORM, SPELLING
+from ._gradients import FORM, SPELLING, TRACK
 from .errors import (
+    FrozenWeights,
     GradientOrder,
     InvokeBeforeBarrier,
     LoopCutShort,
@@ -185,15 +187,34 @@ def _bind(scope: Any, saves: set, name: str, unsaved: Unsaved) -> None:
 # -- a failed run, in the user's words -------------------------------------------------
 
 
-def translated(error: BaseException, mediators: list) -> BaseException | None:
-    """The error to raise in place of ``error``, which ended a run of these workers, or None to keep it."""
+def translated(error: BaseException, mediators: list, model: Any) -> BaseException | None:
+    """The error to raise in place of ``error``, which ended a run of ``model`` by these workers, or None to keep it."""
     if isinstance(error, TracingMistake):
         return None
+    if type(error) is NotImplementedError and "does not require grad" in str(error):
+        return _frozen(model)
     if isinstance(error, NameError):
         return _before_barrier(error, mediators)
     if type(error).__name__ == "OutOfOrderError":
         return _gradient_order(error, mediators)
     return None
+
+
+def _frozen(model: Any) -> BaseException | None:
+    """A backward pass under gradient tracking that nothing reaches, because no weight requires grad."""
+    if not torch.is_grad_enabled() or any(parameter.requires_grad for parameter in model._module.parameters()):
+        return None  # under no_grad, or a tensor of the user's own: nnsight's words hold
+    return FrozenWeights(
+        "the backward pass has nothing to run through: this model's weights are frozen (requires_grad_(False), as "
+        "NDIF's servers load every model), so no value of the forward is tracked. To take gradients, "
+        f"{TRACK}; every later value is then tracked as with trainable weights:\n"
+        "with model.trace(prompt):\n"
+        "    model.layers[0].layer_input.requires_grad_(True)\n"
+        "    value = model.layers[1].layer_output\n"
+        "    metric = model.logits[:, -1].sum()\n"
+        "    with metric.backward():\n"
+        "        gradient = value.grad.save()"
+    )
 
 
 def _before_barrier(error: NameError, mediators: list) -> BaseException | None:

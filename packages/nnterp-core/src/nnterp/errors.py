@@ -150,6 +150,11 @@ class GradientOrder(TracingMistake, OutOfOrder):
     """``.grad`` of two values read inside ``backward()`` in forward order: gradients arrive last value first."""
 
 
+class FrozenWeights(TracingMistake, NotImplementedError):
+    """A backward pass on a model whose weights are frozen (NDIF's servers load every model so) with nothing made to
+    require grad: no value of the forward is tracked (nnsight's ``NotImplementedError``)."""
+
+
 class ReadInBackward(TracingMistake, OutOfOrder):
     """A standard value first read inside ``with metric.backward():``, after the forward that computes it is over."""
 

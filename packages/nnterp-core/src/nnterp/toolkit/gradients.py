@@ -25,10 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import nnsight
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from .._gradients import track
 from ..errors import Unavailable
 from . import _arguments
 from .names import standard_name
@@ -81,6 +83,8 @@ def _gradients(model: Any, prompts: dict[str, Tensor], metric: Metric, site: str
     metrics: list = []
     unreached: list = []
     with torch.enable_grad(), _arguments.left_padding(model), model.trace(prompts, remote=remote):
+        nnsight.save(values), nnsight.save(gradients), nnsight.save(metrics), nnsight.save(unreached)
+        track(model)  # a server's frozen weights track nothing: from the first block's stream on, as locally
         read = [getattr(_owner(model, layer, where), name) for layer in layers]
         values.extend(value.detach().clone() for value in read)
         scalar = _differentiable(metric(model.logits))
@@ -105,6 +109,7 @@ def _read(model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, lay
     values: list = []
     metrics: list = []
     with torch.no_grad(), _arguments.left_padding(model), model.trace(prompts, remote=remote):
+        nnsight.save(values), nnsight.save(metrics)
         values.extend(getattr(_owner(model, layer, where), name).detach().clone() for layer in layers)
         metrics.append(metric(model.logits))
     return _scalar(metrics[0]), values
@@ -263,6 +268,7 @@ def integrated_gradients(
     def at(alpha: float, gradient: bool) -> tuple[float, Tensor | None]:
         found: list = []
         with torch.enable_grad(), _arguments.left_padding(model), model.trace(prompts, remote=remote):
+            nnsight.save(found)
             owner = _owner(model, layer, where)
             original = getattr(owner, attribute)
             point = (start + alpha * path).to(device=original.device, dtype=original.dtype).requires_grad_(gradient)
