@@ -96,11 +96,7 @@ def serve():
 
 @pytest.fixture(scope="module")
 def model():
-    model = StandardizedTransformer(tiny_checkpoint("llama"), attn_implementation="eager")
-    # a remote key canonicalizes a hub id through the Hub; this directory is its own id, and no Hub is asked
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(huggingface._ID_CACHE, model.repo_id, model.repo_id)
-        yield model
+    return StandardizedTransformer(tiny_checkpoint("llama"), attn_implementation="eager")
 
 
 def run(model, remote, **kwargs):
@@ -156,12 +152,17 @@ def test_a_server_without_the_family_s_package_is_refused(serve):
     gpt2 = StandardizedTransformer(tiny_checkpoint("gpt2"), attn_implementation="eager")
     assert family_packages(gpt2.family) == {"nnterp_text"}
     server = serve({"python_version": SERVER_PYTHON, "packages": client_packages("nnterp")})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(huggingface._ID_CACHE, gpt2.repo_id, gpt2.repo_id)
-        message = refused(gpt2, server)
+    message = refused(gpt2, server)
     assert server.paths == [("GET", "/env")]
     assert "it has no nnterp-text (import nnterp_text)" in message and "its nnterp is" not in message
     assert f"nnterp-text=={installed('nnterp_text')}" in message
+
+
+def test_a_checkpoint_directory_keys_a_request_by_its_path_without_asking_the_hub(model, monkeypatch):
+    # nnsight spells a repo id as the Hub does; a directory has no Hub spelling (HfApi refuses it as a repo id)
+    monkeypatch.delitem(huggingface._ID_CACHE, model.repo_id, raising=False)
+    monkeypatch.setattr("huggingface_hub.HfApi.model_info", lambda *args, **kwargs: pytest.fail("the Hub was asked"))
+    assert json.loads(model._remoteable_model_key())["repo_id"] == model.repo_id == str(tiny_checkpoint("llama"))
 
 
 def test_a_server_whose_env_cannot_be_read_is_refused(model, serve):

@@ -221,7 +221,7 @@ class StandardizedTransformer(TransformersModel):
         except BaseException as error:
             self.interleaver.cancel()
             restore(state["_nnterp_cache"])
-            better = pitfalls.translated(error, workers)
+            better = pitfalls.translated(error, workers, self)
             if better is None:
                 raise
             better.__intervention_tb__ = getattr(error, "__intervention_tb__", None) or error.__traceback__
@@ -238,6 +238,15 @@ class StandardizedTransformer(TransformersModel):
         if self.interleaver.interleaving:
             raise pitfalls.nested_trace()
         return super().trace(*args, **kwargs)
+
+    def _remoteable_model_key(self) -> str:
+        # nnsight spells a repo id as the Hub does (one Hub request) before it keys the request; a checkpoint
+        # directory is its own spelling, which a server on this machine or on a shared disk loads by the same path
+        if isinstance(self.repo_id, str) and os.path.isdir(self.repo_id):
+            from nnsight.modeling.huggingface import _ID_CACHE
+
+            _ID_CACHE.setdefault(self.repo_id, self.repo_id)
+        return super()._remoteable_model_key()
 
     def _remote_backend(self, remote: bool | str, blocking: bool, job_id: str | None, verbose: bool) -> Any:
         # remote=True or a host: nnterp's classes go by name, to a server whose /env shows the same nnterp (nnterp/_remote.py)
