@@ -38,6 +38,8 @@ PORTS = {
     "server": {"redis": 6390, "ray": 6386, "ray_client": 9801, "dashboard": 8275, "api": 8011, "store": 9011, "objects": 8086, "agent": 52376, "agent_http": 52386, "metrics": 8091},
     "plain": {"redis": 6391, "ray": 6387, "ray_client": 9802, "dashboard": 8276, "api": 8012, "store": 9012, "objects": 8087, "agent": 52377, "agent_http": 52387, "metrics": 8092},
 }
+#: torch's threads in each process of the stack: a client comparing values bit for bit runs the same count
+THREADS = 1
 #: how much GPU memory the CPU node declares: the controller sizes placements against it (each tiny model asks ~0.5 GB)
 DECLARED_GPU_BYTES = 16 * 1024**3
 
@@ -77,7 +79,7 @@ def build(names: list[str]) -> None:
         if name == "server":
             packages += [str(ROOT / "packages" / member) for member in MEMBERS]
         reinstall = [flag for member in MEMBERS for flag in ("--reinstall-package", member)] if name == "server" else []
-        subprocess.run([uv(), "pip", "install", "-q", "--compile-bytecode", "--python", str(python(name)), *reinstall, *packages], check=True)
+        subprocess.run([uv(), "pip", "install", "-q", "--compile-bytecode", "--no-sources", "--python", str(python(name)), *reinstall, *packages], check=True)
         print(f"ndif_stack.py: built {venv(name)} in {time.time() - started:.0f} s")
 
 
@@ -116,7 +118,7 @@ def environment(name: str) -> dict[str, str]:
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_DEDUP_LOGS": "0",
         "TOKENIZERS_PARALLELISM": "false",
-        "OMP_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": str(THREADS),
     }
 
 
@@ -162,7 +164,7 @@ def start(name: str, timeout: float) -> None:
     logs.mkdir(parents=True)
     Path(env["NDIF_HOME"]).mkdir(exist_ok=True)
     pids: dict[str, int] = {}
-    state = {"api": env["NDIF_API_URL"], "python": str(python(name)), "pids": pids, "logs": str(logs), "ray_temp": str(HOME / f"ray-{name}")}
+    state = {"api": env["NDIF_API_URL"], "python": str(python(name)), "pids": pids, "logs": str(logs), "ray_temp": str(HOME / f"ray-{name}"), "threads": THREADS}
 
     def save() -> None:
         state_file(name).write_text(json.dumps(state, indent=1))

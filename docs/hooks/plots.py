@@ -9,7 +9,8 @@ waited for only before the site's files are copied, so drawing overlaps the rest
 block that fails, or an image the page shows that the block did not draw, fails the build.
 
 The hook also reads a fence ```` ```python fragment ```` (a piece of a file, shown but not run by
-tests/test_readme.py) as ```` ```python ````, so that it is highlighted like the rest.
+tests/test_readme.py) and one ```` ```python ndif ```` (run there against the local NDIF server) as
+```` ```python ````, so that they are highlighted like the rest.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ PAGE = "toolkit.md"
 HEADING = "## Plots"
 TARGET = "img/toolkit"
 
-FRAGMENT = re.compile(r"^(\s*)```python fragment[ \t]*$", re.M)
+FRAGMENT = re.compile(r"^(\s*)```python (?:fragment|ndif)[ \t]*$", re.M)
 SHOWN = re.compile(r"\]\(" + re.escape(TARGET) + r"/([\w.-]+\.png)\)")
 
 
