@@ -25,6 +25,7 @@ import nnsight
 import nnterp  # noqa: F401  (before any transformers.models module)
 import torch
 from nnterp import StandardizedTransformer
+from nnterp.toolkit import cache_values
 from nnterp_conformance import tiny_checkpoint
 
 HOME = Path(os.environ.get("NNTERP_NDIF_HOME", Path(__file__).resolve().parents[1] / ".ndif"))
@@ -147,12 +148,24 @@ def generated(model: StandardizedTransformer, remote) -> list[torch.Tensor]:
     return [*streams, *logits, tokens]
 
 
+def every_value(model: StandardizedTransformer, remote) -> list[torch.Tensor]:
+    """Every standard value the checkpoint serves (``cache_values``' ``"*"``), in forward order."""
+    cache = cache_values(model, PROMPTS, "*", progress=False, remote=remote)
+    if len(cache) < 20:
+        raise AssertionError(f"cache_values('*') read only {list(cache)}")
+    return [cache[name] for name in cache]
+
+
 CHECKS = {
     "reads": lambda model, remote: reads(model, remote, edit=False),
     "writes": lambda model, remote: reads(model, remote, edit=True),
     "gradients": gradients,
     "generation": generated,
+    "every value": every_value,
 }
+#: how a check loads its model beyond float32: eager attention serves the attention's interior (the server switches
+#: to it for the request, as nnsight sends the implementation along)
+LOADS = {"every value": {"attn_implementation": "eager"}}
 
 
 def differences(local: list[torch.Tensor], remote: list[torch.Tensor]) -> list[str]:
@@ -170,7 +183,7 @@ def differences(local: list[torch.Tensor], remote: list[torch.Tensor]) -> list[s
 
 def compare(name: str, check: str, api: str) -> list[str]:
     """What differs between the local and the remote run of ``check`` on ``name``'s tiny checkpoint."""
-    model = served(name)
+    model = served(name, **LOADS.get(check, {}))
     return differences(CHECKS[check](model, False), CHECKS[check](model, api))
 
 

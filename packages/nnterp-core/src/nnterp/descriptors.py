@@ -96,6 +96,10 @@ class EProperty(eproperty):
     the tensor served (a state written only to the cache): no gradient reaches
     it, and the kit's ``interior_gradients_are_derivatives`` leaves it out with
     that reason instead of failing; None (the default) where one does.
+    ``none_when_fresh`` says why the value is None on a call that starts from
+    no cache (the state a recurrent call starts from): the toolkit's functions
+    that run only such calls (``cache_values``, ``extract_values``) leave it out
+    of a wildcard with that reason, and refuse it by name before the model runs.
 
     An assignment is checked before it lands (``nnterp._writes``): against the
     layout on a text block before the model runs, then against the value a read
@@ -121,6 +125,7 @@ class EProperty(eproperty):
         read_only: str | None = None,
         summand: bool = False,
         off_the_graph: str | None = None,
+        none_when_fresh: str | None = None,
     ) -> None:
         super().__init__(key=None, description=description)
         self.key = key
@@ -131,6 +136,8 @@ class EProperty(eproperty):
         self.read_only = read_only
         #: why no gradient of the logits reaches the tensor served (it is beside the graph by design), or None where one does
         self.off_the_graph = off_the_graph
+        #: why a call that starts from no cache serves None for the value, or None where every call serves it
+        self.none_when_fresh = none_when_fresh
         self._unavailable = unavailable
         self.owner: type | None = None
 
@@ -159,6 +166,7 @@ class EProperty(eproperty):
             "read_only": self.read_only,
             "summand": self.summand,
             "off_the_graph": self.off_the_graph,
+            "none_when_fresh": self.none_when_fresh,
             **changes,
         }
         moved = (type(self) if type(self) in (EProperty, TokenEProperty) else EProperty)(**settings)

@@ -32,3 +32,11 @@ HANDED_ON = (
     "the state after the last token is only handed on to the cache: this call's outputs are computed beside it, so "
     "its logits do not depend on it (assigning it changes what the next call starts from)"
 )
+
+
+#: why the state a call starts from is None on a fresh prompt (``EProperty.none_when_fresh``): such a call keeps no
+#: state to start from and runs from zeros
+FRESH = (
+    "a call that starts from no cache has no state to start from (it runs from zeros), so it serves None; read it on "
+    "a call that continues a cache (a decode step of model.generate, or model.trace(prompt, cache=...))"
+)

@@ -14,6 +14,7 @@ from typing import Any
 import nnsight
 import torch
 
+from nnterp.descriptors import declared_values
 from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, model_dtype
 
@@ -42,7 +43,7 @@ def _ids(model: Any, case: Case) -> list[int]:
 
 @check("recurrent", applies=is_recurrent)
 def state_continues_into_decode(model: Any, case: Case) -> str:
-    """Under generate, each decode step starts from the state the step before left (state_input == state_output)."""
+    """Under generate, the prompt starts from no state (state_input None, as its none_when_fresh declares) and each decode step from the state the step before left (state_input == state_output)."""
     blocks = _recurrent(model)
     prompt = case.alone(0)
     with torch.no_grad(), model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
@@ -60,6 +61,9 @@ def state_continues_into_decode(model: Any, case: Case) -> str:
     for layer, (started, _) in zip(blocks, steps[0]):
         if started is not None:
             raise CheckFailure(f"layers[{layer}]: the prompt started from a state, not from none")
+        # what the toolkit's fresh-call functions (cache_values' "*") rely on to leave it out instead of reading None
+        if declared_values(type(model.layers[layer].linear_attn))["state_input"].none_when_fresh is None:
+            raise CheckFailure(f"layers[{layer}]: state_input is None on the prompt but does not declare none_when_fresh")
     for index in range(1, STEPS):
         for layer, (started, _), (_, left) in zip(blocks, steps[index], steps[index - 1]):
             if started is None:

@@ -206,7 +206,9 @@ def _value_prefix(value: str) -> str | None:
     return None
 
 
-def expand_names(model: Any, names: str | Sequence[str], *, skipped: dict[str, str] | None = None) -> list[str]:
+def expand_names(
+    model: Any, names: str | Sequence[str], *, skipped: dict[str, str] | None = None, fresh_calls: bool = False
+) -> list[str]:
     """The requested names, ``*`` expanded over every layer and negative layers counted from the end, in forward order.
 
     A wildcard in the value's place stands for every value there: ``"*"`` for
@@ -216,7 +218,9 @@ def expand_names(model: Any, names: str | Sequence[str], *, skipped: dict[str, s
     each with its reason in ``skipped`` (where given). Raises ``KeyError`` for
     a name that is no standard value of the model (or a wildcard that matches
     none), and ``Unavailable`` (with the family's reason) for a value named
-    that this checkpoint lacks.
+    that this checkpoint lacks. With ``fresh_calls`` (a caller that runs only
+    calls starting from no cache), a value such a call serves as None (a
+    recurrent ``state_input``: ``EProperty.none_when_fresh``) is lacking too.
     """
     if isinstance(names, str):
         names = [names]
@@ -286,7 +290,10 @@ def expand_names(model: Any, names: str | Sequence[str], *, skipped: dict[str, s
             )
     for name in list(ranked):
         host, value = _host(model, name)
-        reason = getattr(type(host), value).reason(host)
+        descriptor = getattr(type(host), value)
+        reason = descriptor.reason(host)
+        if reason is None and fresh_calls:
+            reason = getattr(descriptor, "none_when_fresh", None)
         if reason is None:
             continue
         if name not in wild:
@@ -576,11 +583,24 @@ class BatchReader:
                 found = self._trace(batch, separate=False)
                 self._separate = False
                 return found
-            except OutOfOrderError:
+            except Exception as error:
+                if not _out_of_order(error):
+                    raise
                 # this family's forward serves its values in another order than its
                 # components declare them: give each value a worker of its own
                 self._separate = True
         return self._trace(batch, separate=self._separate)
+
+
+def _out_of_order(error: BaseException) -> bool:
+    """Whether a trace failed on a value read after the forward had passed it: here, or on a server, whose exception
+    nnsight's ``RemoteError`` carries as text (the server's traceback, ending with the exception's type and message)."""
+    from nnsight.intervention.backends.remote import RemoteError
+
+    if isinstance(error, OutOfOrderError):
+        return True
+    last = str(error).rstrip().splitlines()[-1:] if isinstance(error, RemoteError) else []
+    return bool(last) and last[0].startswith(("nnsight.intervention.interleaver.OutOfOrderError:", "nnterp.errors.OutOfOrder:"))
 
 
 #: where a model keeps ``cache_values``' plans: ``(id(model), root module, withdrawals, {names: _Plan})``
@@ -601,7 +621,7 @@ class _Plan:
         self.spellings = _spellings(model, names)
         #: the values a wildcard stands for that this checkpoint lacks, each with its reason
         self.skipped: dict[str, str] = {}
-        self.requested = expand_names(model, standard, skipped=self.skipped)
+        self.requested = expand_names(model, standard, skipped=self.skipped, fresh_calls=True)  # every call is a fresh one
         #: the root values served before the blocks run (what ``stop_at_layer`` does not end)
         self.served_first = _root_values(model)[0]
         #: the block each forward may end after, where nothing is read after the blocks

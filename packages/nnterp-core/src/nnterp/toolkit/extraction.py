@@ -423,7 +423,7 @@ def extract_values(
         max_length = _arguments.count(max_length, function=function, argument="max_length")
     _check_dtype(dtype, function)
     _check_engine(engine, function)
-    requested = expand_names(model, values)
+    requested = expand_names(model, values, fresh_calls=True)  # every call is a fresh one
     axes = _token_axes(model, requested)
     directory = Path(directory)
     settings = {

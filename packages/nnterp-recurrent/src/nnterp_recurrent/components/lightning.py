@@ -9,7 +9,7 @@ from greenlet import getcurrent
 from nnterp import DerivedEProperty, EProperty
 from torch import Tensor
 
-from ..reasons import HANDED_ON
+from ..reasons import FRESH, HANDED_ON
 from ..layouts import Gates, LinearHeadOutputs, LinearQK, LinearV, State, States
 from .mixer import RecurrentMixer, TokenPinnedMixer
 
@@ -192,6 +192,7 @@ class LightningAttention(TokenPinnedMixer):
     @EProperty(
         lambda e: f"source.{e.CACHED_STATE if e.decoding() else e.FRESH_STATE}.output",
         "The state this call starts from",
+        none_when_fresh=FRESH,
     )
     def state_input(self, value: Any) -> State | None:
         """The state this call starts from, ``[batch, heads, head_dim, head_dim]``: None on a call with no cached state.

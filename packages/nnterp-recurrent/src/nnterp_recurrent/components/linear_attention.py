@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from nnterp import EProperty
 from torch import Tensor
 
-from ..reasons import HANDED_ON
+from ..reasons import FRESH, HANDED_ON
 from ..layouts import Gates, LinearHeadOutputs, LinearQK, LinearV, State
 from .mixer import RecurrentMixer
 
@@ -89,7 +89,7 @@ class LinearAttention(RecurrentMixer):
         """How strongly each token's key/value pair is written into the state, ``[batch, seq, heads]``, in (0, 1)."""
         return value
 
-    @EProperty(RecurrentMixer.kernel_at("inputs"), "The state this call starts from", select="initial_state")
+    @EProperty(RecurrentMixer.kernel_at("inputs"), "The state this call starts from", select="initial_state", none_when_fresh=FRESH)
     def state_input(self, value: Any) -> State | None:
         """The state this call starts from, ``[batch, heads, key_dim, value_dim]``: None on a fresh prompt.
 

@@ -13,6 +13,7 @@ from torch import Tensor
 
 from ..layouts import CHANNELS, ScanValues
 from .mixer import RecurrentMixer, TokenPinnedMixer
+from ..reasons import FRESH
 
 #: the recurrent state: one number per channel
 LruState = Float[Tensor, f"{BATCH} {CHANNELS}"]
@@ -166,7 +167,7 @@ class RealGatedLRU(TokenPinnedMixer):
         through = view.exp().to(served.dtype)
         return served.detach() + (through - through.detach())
 
-    @EProperty(_op("{lru}.source.{scan}.inputs"), "The state this call starts from")
+    @EProperty(_op("{lru}.source.{scan}.inputs"), "The state this call starts from", none_when_fresh=FRESH)
     def state_input(self, value: Any) -> LruState | None:
         """The state this call starts from, ``[batch, channels]``, float32: None where the sequence starts (it resets).
 

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from ..calls import per_call
 from ..layouts import ScanDecays, ScanQK, ScanState, ScanStates, ScanSteps, ScanValues
-from ..reasons import needs_torch_kernels
+from ..reasons import FRESH, needs_torch_kernels
 from .mixer import RecurrentMixer, TokenPinnedMixer
 
 
@@ -225,6 +225,7 @@ class SelectiveScan(TokenPinnedMixer):
         RecurrentMixer.kernel_at("inputs"),
         "The cached state a decode step starts from",
         select=lambda e: 0 if e.decoding() else None,
+        none_when_fresh=FRESH,
     )
     def state_input(self, value: Any) -> ScanState | None:
         """A decode step's cached state, ``[batch, channels, state_dim]``; None on a prompt, whose scan starts from zeros.

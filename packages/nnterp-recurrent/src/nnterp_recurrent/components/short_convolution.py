@@ -10,7 +10,7 @@ from greenlet import getcurrent
 from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 from torch import Tensor
 
-from ..reasons import HANDED_ON
+from ..reasons import FRESH, HANDED_ON
 from ..layouts import ConvChannels, Window, Windows
 from .mixer import RecurrentMixer
 
@@ -179,7 +179,7 @@ class ShortConvolution(RecurrentMixer):
 
     # -- the window --------------------------------------------------------------------
 
-    @EProperty(lambda envoy: envoy._window_key(), "The window this call starts from")
+    @EProperty(lambda envoy: envoy._window_key(), "The window this call starts from", none_when_fresh=FRESH)
     def state_input(self, value: Tensor | None) -> Window | None:
         """The window this call starts from, ``[batch, kernel_size, channels]``: None on a fresh prompt.
 

@@ -11,7 +11,7 @@ from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 from torch import Tensor
 
 from ..layouts import Gates, SSDHeadOutputs, SSDKeys, SSDQueries, SSDValues, State, States
-from ..reasons import HANDED_ON, needs_torch_kernels
+from ..reasons import FRESH, HANDED_ON, needs_torch_kernels
 from .mixer import RecurrentMixer
 
 #: the chunk size a mixer was built with, kept on the module while chunk_per_token has it at 1
@@ -203,7 +203,7 @@ class StateSpace(RecurrentMixer):
         """
         return _read_on(self, _unedited(self._betas_of(value)), "betas")
 
-    @EProperty(RecurrentMixer.kernel_at("inputs"), "The state this call starts from")
+    @EProperty(RecurrentMixer.kernel_at("inputs"), "The state this call starts from", none_when_fresh=FRESH)
     def state_input(self, value: tuple[tuple, dict]) -> State | None:
         """The state this call starts from, ``[batch, heads, state_dim, head_dim]``: None on a fresh prompt.
 
