@@ -83,9 +83,16 @@ def tiny_checkpoint(name: str) -> Path:
     Written into a temporary folder beside the cache entry and renamed into
     place, so concurrent workers never see half a checkpoint.
     """
+    return checkpoint_for(name, spec(name))
+
+
+def checkpoint_for(name: str, tiny: Any) -> Path:
+    """The directory of the checkpoint ``tiny`` (a ``TinyConfig``) under the cache name ``name``, written on first use.
+
+    What ``tiny_checkpoint`` does for a checkpoint no catalog lists (a vLLM family's, ``nnterp.vllm.families``).
+    """
     import nnterp  # noqa: F401 - nnsight before transformers.models, in every process
 
-    tiny = spec(name)
     target = cache_root() / f"{name}-{_digest(tiny)}"
     if (target / "config.json").exists():
         return target

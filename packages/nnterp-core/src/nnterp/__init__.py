@@ -74,6 +74,8 @@ from .errors import Unavailable as Unavailable
 from .errors import UnknownValue as UnknownValue
 from .errors import WriteMismatch as WriteMismatch
 from .family import Family as Family
+from .layouts import TOKENS as TOKENS
+from .layouts import FlatResidual as FlatResidual
 from .layouts import ExpertIndices as ExpertIndices
 from .layouts import ExpertOutputs as ExpertOutputs
 from .layouts import ExpertWeights as ExpertWeights

@@ -89,6 +89,9 @@ class Family:
     #: ``(model) -> None``, before a call that continues no cache: drops what the model kept of the last
     #: prompt (Qwen-VL's ``rope_deltas``)
     on_fresh_call: Callable[[Any], None] | None = None
+    #: the engine whose modules the family names: ``"transformers"`` (``StandardizedTransformer``), or ``"vllm"``
+    #: (``nnterp.vllm.StandardizedVLLM``: vLLM's own model classes, values flat over one request's tokens)
+    engine: str = "transformers"
     #: how a load found this family where it was not by a model type the family lists (or ``family=``): ``"model
     #: class LlamaForCausalLM, which the default family serves ..."``, ``"inferred from the module tree ..."``. Set
     #: by ``StandardizedTransformer`` on the copy it serves, never by a family module; None: found by its own type

@@ -27,6 +27,8 @@ INTERMEDIATE = "intermediate_size"
 VOCAB = "vocab_size"
 EXPERTS = "num_experts"
 TOP_K = "top_k"
+#: the tokens of one request as an engine holds them, flat: vLLM packs every request of a step into one axis
+TOKENS = "tokens"
 #: the residual streams a multi-stream block carries per token (hyper-connections' ``hc_mult``)
 STREAMS = "num_streams"
 
@@ -55,6 +57,13 @@ Streams = Float[Tensor, f"{BATCH} {SEQ} {STREAMS} {HIDDEN}"]
 StreamMixing = Float[Tensor, f"{BATCH} {SEQ} {STREAMS} {STREAMS}"]
 #: one weight per stream per token: how a sublayer's input collapses the streams, or its output spreads over them
 StreamWeights = Float[Tensor, f"{BATCH} {SEQ} {STREAMS}"]
+
+#: the residual stream as an engine holds it, flat over one request's tokens (vLLM), and what is added to it
+FlatResidual = Float[Tensor, f"{TOKENS} {HIDDEN}"]
+#: an engine's MLP neurons, flat over one request's tokens
+FlatNeurons = Float[Tensor, f"{TOKENS} {INTERMEDIATE}"]
+#: an engine's router logits, flat over one request's tokens
+FlatRouterLogits = Float[Tensor, f"{TOKENS} {EXPERTS}"]
 
 #: alias name by layout, for the repr line of a value
 NAMES: dict[int, str] = {}
