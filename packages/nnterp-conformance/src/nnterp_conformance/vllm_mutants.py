@@ -34,8 +34,8 @@ class PreviousBlockAttention(FlatAttention):
 HALF_STREAM = LLAMA.replace(name="mutant_half_stream", envoys={**LLAMA.envoys, "layers.*": OneHalfLayer})
 PREVIOUS_BLOCK = LLAMA.replace(name="mutant_previous_block", envoys={**LLAMA.envoys, "layers.*.self_attn": PreviousBlockAttention})
 
-#: mutant -> (its family spec for StandardizedVLLM, the checkpoint it runs on, the flat check that must kill it)
-MUTANTS: dict[str, tuple[str, str, str]] = {
-    "half_stream": (f"{__name__}:HALF_STREAM", "vllm_llama", "flat_values_agree"),
-    "previous_block": (f"{__name__}:PREVIOUS_BLOCK", "vllm_llama", "flat_contribution"),
+#: mutant -> (its family spec for StandardizedVLLM, the checkpoint it runs on, the flat check that must kill it, what is wrong)
+MUTANTS: dict[str, tuple[str, str, str, str]] = {
+    "half_stream": (f"{__name__}:HALF_STREAM", "vllm_llama", "flat_values_agree", " ".join(OneHalfLayer.__doc__.split())),
+    "previous_block": (f"{__name__}:PREVIOUS_BLOCK", "vllm_llama", "flat_contribution", " ".join(PreviousBlockAttention.__doc__.split())),
 }

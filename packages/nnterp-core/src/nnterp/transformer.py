@@ -108,6 +108,11 @@ class StandardizedTransformer(TransformersModel):
             model = os.path.expanduser(model)
             check_checkpoint(model)
         family = as_family(family) or resolve(model, kwargs)
+        if family.engine != "transformers":
+            raise FamilyMismatch(
+                f"the {family.name} family names {family.engine}'s modules (engine={family.engine!r}); "
+                "StandardizedTransformer takes a family of transformers' modules (nnterp.vllm.StandardizedVLLM takes this one)"
+            )
         # a family whose names depend on the checkpoint's config (LLaVA: a CLIP or a Pixtral tower) names the one serving it
         if family.for_config is not None:
             family = family.for_config(config_dict(model, kwargs)) or family
