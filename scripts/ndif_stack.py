@@ -27,6 +27,8 @@ import urllib.request
 from importlib.metadata import version
 from pathlib import Path
 
+import side_envs
+
 ROOT = Path(__file__).resolve().parents[1]
 HOME = Path(os.environ.get("NNTERP_NDIF_HOME", ROOT / ".ndif"))
 MEMBERS = ["nnterp-core", "nnterp-text", "nnterp-recurrent", "nnterp-vision", "nnterp-conformance"]
@@ -52,34 +54,18 @@ def python(name: str) -> Path:
     return venv(name) / "bin" / "python"
 
 
-def uv() -> str:
-    found = shutil.which("uv")
-    if found is None:
-        sys.exit("ndif_stack.py: uv is not on PATH (pip install uv)")
-    return found
-
-
-def python312() -> str:
-    """A Python 3.12 interpreter (ndif takes 3.12 or 3.13): ``NNTERP_PYTHON312``, pyenv's, or ``python3.12`` on PATH."""
-    candidates = [os.environ.get("NNTERP_PYTHON312", ""), *sorted(map(str, Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))), shutil.which("python3.12") or ""]
-    for candidate in filter(None, candidates):
-        if subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"], capture_output=True).returncode == 0:
-            return candidate
-    sys.exit("ndif_stack.py: no Python 3.12 found; install one (pyenv install 3.12) or set NNTERP_PYTHON312 to its interpreter")
-
-
 def build(names: list[str]) -> None:
     """Python 3.12 environments with ndif; ``server`` has nnterp's members installed (not editable), ``plain`` has not."""
     pins = [f"{package}=={version(package)}" for package in PINNED]
-    interpreter = python312()
+    interpreter = side_envs.interpreter(12, "ndif takes 3.12 or 3.13", "ndif_stack.py")
     for name in names:
         started = time.time()
-        subprocess.run([uv(), "venv", "-q", "--allow-existing", "-p", interpreter, str(venv(name))], check=True)
+        subprocess.run([side_envs.uv("ndif_stack.py"), "venv", "-q", "--allow-existing", "-p", interpreter, str(venv(name))], check=True)
         packages = [NDIF, "moto[server]", *pins]
         if name == "server":
             packages += [str(ROOT / "packages" / member) for member in MEMBERS]
         reinstall = [flag for member in MEMBERS for flag in ("--reinstall-package", member)] if name == "server" else []
-        subprocess.run([uv(), "pip", "install", "-q", "--compile-bytecode", "--no-sources", "--python", str(python(name)), *reinstall, *packages], check=True)
+        subprocess.run([side_envs.uv("ndif_stack.py"), "pip", "install", "-q", "--compile-bytecode", "--no-sources", "--python", str(python(name)), *reinstall, *packages], check=True)
         print(f"ndif_stack.py: built {venv(name)} in {time.time() - started:.0f} s")
 
 

