@@ -104,10 +104,11 @@ def mixture_types() -> frozenset[str]:
 EXPERTS_CLASS = re.compile(r"^class \w+Experts\(", re.M)
 
 
-def record(model: Any, checkpoint: str, details: bool = False) -> dict[str, Any]:
+def record(model: Any, checkpoint: str, details: bool = False, half_precision_profile: bool = True) -> dict[str, Any]:
     """The report's record for one checkpoint: the kit's verdicts on the fixed prompts and the unavailable values.
 
-    With ``details`` (the upgrade radar's records; the committed report leaves them out), also each failing check's
+    ``half_precision_profile=False`` leaves out the bfloat16 load's profile (``half_precision``), which costs as
+    much again. With ``details`` (the upgrade radar's records; the committed report leaves them out), also each failing check's
     detail text under ``"details"``, where each check that crashed raised under ``"raised_at"``, and each value
     whose reason or read raises under ``"failing_values"`` (``value_failures``): the values are asked one by one,
     so a reason that raises fails that value rather than the record, and where ``available_values_resolve`` fails
@@ -149,7 +150,7 @@ def record(model: Any, checkpoint: str, details: bool = False) -> dict[str, Any]
         entry["reason"] = "; ".join(
             ([f"fails {', '.join(failed)}"] if failed else []) + ([f"values raise: {', '.join(failing_values)}"] if failing_values else [])
         )
-    if checkpoint in names():
+    if checkpoint in names() and half_precision_profile:
         entry["half_precision"] = half_precision(checkpoint)
     if details:
         entry["details"] = {verdict.name: verdict.detail for verdict in verdicts if verdict.status == FAIL}
