@@ -16,7 +16,7 @@ from typing import Any
 from torch import Tensor
 
 from ..components import Attention, Layer, Mlp, Moe
-from ..components.attention import INTERIOR
+from ..components.attention import each_interior
 from ..descriptors import EProperty, unavailable
 from ..layouts import FlatNeurons, FlatResidual, FlatRouterLogits
 from .values import Halves
@@ -105,6 +105,7 @@ class FlatLayer(Layer):
         return value
 
 
+@each_interior(lambda value: unavailable(PAGED))
 class FlatAttention(Attention):
     """vLLM's attention module: its contribution, ``o_proj`` of the paged kernel's output; no interior (``PAGED``)."""
 
@@ -113,8 +114,6 @@ class FlatAttention(Attention):
         """The attention's contribution to the residual stream, ``[tokens, hidden_size]``. In-place edits and assignment reach the model."""
         return value
 
-
-redefined(FlatAttention, {name: unavailable(PAGED) for name in INTERIOR})
 
 
 class FlatMlp(Mlp):
