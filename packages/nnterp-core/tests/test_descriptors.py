@@ -140,3 +140,45 @@ def test_inside_forward_marks_exactly_the_source_values(probe):
         "attention_probabilities",
         "attention_head_outputs",
     }
+
+
+class _Kept(EProperty):
+    """A value class with a field of its own, as a family's (BLOOM's head outputs, vLLM's halves) may have."""
+
+    def __init__(self, *args, extra="kept", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra = extra
+
+
+def test_evolve_keeps_the_class_its_fields_and_the_layout():
+    value = _Kept("output", "A value with its own field", extra="mine", select=0, layout=Residual)
+    value.__set_name__(Probe, "kept")
+    moved = value.at("self_attn.output", summand=True)
+    assert type(moved) is _Kept and moved.extra == "mine"
+    assert (moved.key, moved.select, moved.summand, moved.layout) == ("self_attn.output", 0, True, Residual)
+    assert (value.key, value.summand) == ("output", False)  # the original is untouched
+    assert moved.evolve(extra="other").extra == "other"
+    assert moved.name == "kept" and moved.__doc__ == value.__doc__
+
+
+def test_evolve_names_the_fields_when_one_is_misspelled():
+    with pytest.raises(TypeError, match=r"no field slect; fields: .*select"):
+        Layer.layer_output.evolve(slect=0)
+
+
+def test_a_value_moved_onto_another_class_keeps_its_layout_without_its_owner():
+    from nnterp.descriptors import redefine, redefining
+
+    class Elsewhere:
+        """No base declares these: a moved value's layout comes with it, and an unavailable one has none to inherit."""
+
+    redefine(Elsewhere, layer_output=Layer.layer_output.at("output"), layer_mid=unavailable("none here"))
+    assert Elsewhere.layer_output.layout is Residual
+    assert Elsewhere.layer_mid.layout is None
+
+    @redefining(("layer_mid",), lambda value: unavailable("moved"))
+    class Below(Layer):
+        """A value redefined without a layout takes its base's once, when the class is made."""
+
+    assert Below.layer_mid.layout is Residual and Below.layer_mid.reason(None) == "moved"
+

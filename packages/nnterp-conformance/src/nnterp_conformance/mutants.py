@@ -200,10 +200,7 @@ def multi_stream_mutants(checkpoint: str) -> list[Mutant]:
 
 def _first_stream(value: Any) -> Any:
     """``value`` (a ``Streams`` value) served as its first stream repeated over the streams axis."""
-    moved_value = value.at()
-    base = moved_value._preprocess
-    moved_value._preprocess = lambda envoy, served: _first_of(base(envoy, served) if base is not None else served)
-    return moved_value
+    return value.reading(lambda envoy, streams: _first_of(streams))
 
 
 def _first_of(streams: Any) -> Any:
@@ -213,18 +210,12 @@ def _first_of(streams: Any) -> Any:
 
 def _transposed(value: Any) -> Any:
     """``value`` (a ``StreamMixing`` value) served transposed over its two streams axes."""
-    moved_value = value.at()
-    base = moved_value._preprocess
-    moved_value._preprocess = lambda envoy, served: (base(envoy, served) if base is not None else served).transpose(-1, -2)
-    return moved_value
+    return value.reading(lambda envoy, mixing: mixing.transpose(-1, -2))
 
 
 def _detached(value: Any) -> Any:
     """``value`` served off autograd's record: what a careless preprocess ending in ``.detach()`` serves."""
-    detached = value.at()
-    base = detached._preprocess
-    detached._preprocess = lambda envoy, served: (base(envoy, served) if base is not None else served).detach()
-    return detached
+    return value.reading(lambda envoy, read: read.detach())
 
 
 def _mlp_mutants(model: Any, mlp: Any, on: Callable[..., None]) -> None:

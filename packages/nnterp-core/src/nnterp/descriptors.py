@@ -13,6 +13,7 @@ import functools
 import types
 import typing
 from functools import partial
+from collections.abc import Iterable
 from typing import Any, Callable
 
 import torch
@@ -126,6 +127,7 @@ class EProperty(eproperty):
         summand: bool = False,
         off_the_graph: str | None = None,
         none_when_fresh: str | None = None,
+        layout: Any = None,
     ) -> None:
         super().__init__(key=None, description=description)
         self.key = key
@@ -138,53 +140,90 @@ class EProperty(eproperty):
         self.off_the_graph = off_the_graph
         #: why a call that starts from no cache serves None for the value, or None where every call serves it
         self.none_when_fresh = none_when_fresh
+        #: the value's shape as a jaxtyping type (``Residual``, ``Pattern``, ...): given here, else the return
+        #: annotation of the function decorated, else (where the class defines it) the value of the same name it redefines
+        self.layout = layout
         self._unavailable = unavailable
-        self.owner: type | None = None
+
+    def __call__(self, preprocess: Callable) -> EProperty:
+        """Decorate the function that computes the value from what the location holds; its return annotation is the layout."""
+        super().__call__(preprocess)
+        if self.layout is None:
+            self.layout = annotated_layout(preprocess)
+        return self
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.owner = owner
         if self.name is None:
             self.name = name
+        if self.layout is None:
+            # a value redefined without a layout of its own (``unavailable(...)``, ``derived``) keeps its base's
+            self.layout = next(
+                (other.layout for base in owner.__mro__[1:] if isinstance(other := vars(base).get(name), EProperty)), None
+            )
 
     def __reduce__(self) -> tuple:
         # A property subclass has no pickle support of its own, and a family's
         # classes travel by value to a remote backend that does not have them.
-        return (_rebuilt, (type(self), {key: value for key, value in self.__dict__.items() if key != "_layout_cache"}))
+        return (_rebuilt, (type(self), dict(self.__dict__)))
 
-    def at(self, key: str | Callable[[Any], str] | None = None, **changes: Any) -> "EProperty":
-        """This value, read at another path (or with another ``unavailable``, ``select``...): how a family moves one.
+    #: what ``evolve`` calls a field the object keeps under another attribute
+    _FIELD_ATTRIBUTES = {
+        "unavailable": "_unavailable",
+        "read": "_preprocess",
+        "write": "_postprocess",
+        "write_back": "_transform",
+        "doc": "__doc__",
+    }
+
+    def evolve(self, *, kind: type[EProperty] | None = None, **changes: Any) -> Any:
+        """A copy of this value with ``changes``: the one way a family moves, rescales or relays a value.
+
+        The copy keeps the class (``kind`` gives another, e.g. ``TokenEProperty``
+        where the model holds the value flat over tokens) and every field not
+        changed: the meaning, the docstring, the layout, a subclass's own fields.
+        ``changes`` name fields (``key``, ``select``, ``unavailable``, ``layout``,
+        ``read_only`` ...) and the three functions: ``read`` (the preprocess,
+        ``(envoy, served) -> value``), ``write`` (the postprocess, ``(envoy,
+        written) -> held``) and ``write_back`` (``(envoy, view, served) ->
+        held``, run when the worker moves on).
+        """
+        fields = {name for name in vars(self) if not name.startswith("_")} | set(self._FIELD_ATTRIBUTES)
+        unknown = sorted(set(changes) - fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.evolve: no field {', '.join(unknown)}; fields: {', '.join(sorted(fields))}")
+        moved = _rebuilt(kind or type(self), dict(self.__dict__))
+        for name, value in changes.items():
+            setattr(moved, self._FIELD_ATTRIBUTES.get(name, name), value)
+        return moved
+
+    def at(self, key: str | Callable[[Any], str] | None = None, **changes: Any) -> Any:
+        """This value read at another path: ``evolve(key=key, **changes)``, how a family moves one.
 
         ``layer_mid = Layer.layer_mid.at("pre_feedforward_layernorm.input")``
         keeps the meaning, the docstring and the layout, and changes where it lives.
         """
-        settings = {
-            "key": self.key if key is None else key,
-            "description": self.description,
-            "unavailable": self._unavailable,
-            "select": self.select,
-            "assign_in_place": self.assign_in_place,
-            "read_only": self.read_only,
-            "summand": self.summand,
-            "off_the_graph": self.off_the_graph,
-            "none_when_fresh": self.none_when_fresh,
-            **changes,
-        }
-        moved = (type(self) if type(self) in (EProperty, TokenEProperty) else EProperty)(**settings)
-        moved.name, moved.__doc__ = self.name, self.__doc__
-        moved._preprocess, moved._postprocess, moved._transform = self._preprocess, self._postprocess, self._transform
-        return moved
+        return self.evolve(**changes) if key is None else self.evolve(key=key, **changes)
 
-    def derived(self, compute: Callable[[Any], Any]) -> "DerivedEProperty":
+    def derived(self, compute: Callable[[Any], Any]) -> DerivedEProperty:
         """This value computed by ``compute(envoy)`` from other served values: the same meaning, docstring and layout, read-only.
 
         ``layer_input_rescaling = Layer.layer_input_rescaling.derived(lambda block: ...)``
         is how a family serves a term the model never holds as one tensor.
         """
-        found = DerivedEProperty(compute, self.description)
+        found = DerivedEProperty(compute, self.description, layout=self.layout)
         found.name, found.__doc__ = self.name, compute.__doc__ or self.__doc__
         return found
 
-    def laid_back(self, lay: Callable[[Any, Any, Any], Any] | None = None) -> "EProperty":
+    def reading(self, then: Callable[[Any, Any], Any], **changes: Any) -> Any:
+        """This value with ``then(envoy, value)`` applied to what its read serves (its own read first, if any)."""
+        base = self._preprocess
+
+        def read(envoy: Any, served: Any) -> Any:
+            return then(envoy, base(envoy, served) if base is not None else served)
+
+        return self.evolve(read=read, **changes)
+
+    def laid_back(self, lay: Callable[[Any, Any, Any], Any] | None = None) -> EProperty:
         """This value, the view a read serves handed back to the model laid out as it holds it: the forward goes on from it.
 
         A preprocess that serves a new view of the model's tensor (an
@@ -195,7 +234,6 @@ class EProperty(eproperty):
         the same storage and numbers, in-place edits included, and
         ``value.grad`` in a ``backward()`` is the metric's derivative.
         """
-        moved = self.at()
         back = self._postprocess
 
         def write_back(envoy: Any, view: Any, served: Any) -> Any:
@@ -203,17 +241,15 @@ class EProperty(eproperty):
                 return lay(envoy, view, served)
             return back(envoy, view) if back is not None else view
 
-        moved._transform = write_back
-        return moved
+        return self.evolve(write_back=write_back)
 
-    def scaled(self, factor: Callable[[Any], float], **changes: Any) -> "EProperty":
+    def scaled(self, factor: Callable[[Any], float], **changes: Any) -> EProperty:
         """This value times ``factor(envoy)``: a sublayer whose output the block scales before adding it.
 
         Reads see ``value * factor``; an assignment and an in-place edit are
         divided back before they reach the model, and an unedited read writes
         back the model's own tensor, so reading changes nothing.
         """
-        moved = self.at(**changes)
         base = self._preprocess
 
         def read(envoy: Any, served: Any) -> Any:
@@ -230,55 +266,15 @@ class EProperty(eproperty):
                 return gradient_through(original, view, factor(envoy))
             return view / factor(envoy)
 
-        if base is not None and "return" in getattr(base, "__annotations__", {}):
-            # the product keeps the value's layout, which a value declared and scaled in one class inherits from no base
-            read.__annotations__ = {"return": typing.get_type_hints(base)["return"]}
-        moved._preprocess = read
-        moved._transform = write_back
-        moved._postprocess = lambda envoy, value: value / factor(envoy)
-        return moved
+        return self.evolve(read=read, write=lambda envoy, value: value / factor(envoy), write_back=write_back, **changes)
 
     # -- what the value is -------------------------------------------------------
-
-    @property
-    def layout(self) -> Any:
-        """The value's shape as a jaxtyping type (``Residual``, ``Pattern``, ...), or None.
-
-        Read off the return annotation of the function that defines the value;
-        a value redefined without one (``unavailable(...)``) keeps its base's.
-        Worked out once per defining function and owner (every checked write asks).
-        """
-        key = (self._preprocess, self.owner)
-        cached = self.__dict__.get("_layout_cache")
-        if cached is None or cached[0] != key:
-            cached = self.__dict__["_layout_cache"] = (key, self._read_layout())
-        return cached[1]
-
-    def _read_layout(self) -> Any:
-        if self._preprocess is not None:
-            hint = typing.get_type_hints(self._preprocess).get("return", Any)
-            # a value that may be None (a state before any call) has its tensor's layout
-            members = [member for member in typing.get_args(hint) if member is not type(None)]
-            if isinstance(hint, types.UnionType) and len(members) == 1:
-                hint = members[0]
-            if hint is not Any:
-                return hint
-        return self._inherited("layout")
 
     @property
     def dims(self) -> tuple[str, ...] | None:
         """The axis names of ``layout``: ``("batch", "seq", "hidden_size")``."""
         layout = self.layout
         return None if layout is None else layouts.dims(layout)
-
-    def _inherited(self, attribute: str) -> Any:
-        if self.owner is None:
-            return None
-        for base in self.owner.__mro__[1:]:
-            other = vars(base).get(self.name)
-            if isinstance(other, EProperty):
-                return getattr(other, attribute)
-        return None
 
     def key_for(self, obj: Any) -> str:
         """The path for ``obj``: the key itself, or what the key function returns for it."""
@@ -561,6 +557,38 @@ def _parsed(path: str) -> tuple[bool, int, tuple[str, ...]]:
     return from_root, climbs, tuple(path.split("."))
 
 
+def annotated_layout(function: Callable) -> Any:
+    """The layout ``function``'s return annotation names (a value that may be None has its tensor's), or None."""
+    if "return" not in getattr(function, "__annotations__", {}):
+        return None
+    hint = typing.get_type_hints(function).get("return", Any)
+    members = [member for member in typing.get_args(hint) if member is not type(None)]
+    if isinstance(hint, types.UnionType) and len(members) == 1:
+        hint = members[0]
+    return None if hint is Any else hint
+
+
+def redefine(cls: type, **values: EProperty) -> type:
+    """``cls`` with ``values`` set on it as if written in its body (named, a missing layout taken from its bases)."""
+    for name, value in values.items():
+        setattr(cls, name, value)
+        value.__set_name__(cls, name)
+    return cls
+
+
+def redefining(names: Iterable[str], change: Callable[[EProperty], EProperty]) -> Callable[[type], type]:
+    """A class decorator: each value of ``names`` the class inherits (from its first base), as ``change(value)`` makes it.
+
+    ``@redefining(STREAM, lambda value: value.at(unavailable=no_images))``
+    redefines a group of values alike instead of a line for each.
+    """
+
+    def decorate(cls: type) -> type:
+        return redefine(cls, **{name: change(getattr(cls.__mro__[1], name)) for name in names})
+
+    return decorate
+
+
 def gradient_through(original: Any, view: Any, factor: float) -> Any:
     """``original``'s exact values, differentiated through ``view = original * factor``: an unedited scaled read put back.
 
@@ -592,9 +620,11 @@ class DerivedEProperty(EProperty):
     """
 
     def __init__(
-        self, compute: Callable[[Any], Any], description: str | None = None, unavailable: Reason = None
+        self, compute: Callable[[Any], Any], description: str | None = None, unavailable: Reason = None, layout: Any = None
     ) -> None:
-        super().__init__(key=None, description=description, unavailable=unavailable, read_only="derived from other values")
+        super().__init__(
+            key=None, description=description, unavailable=unavailable, read_only="derived from other values", layout=layout
+        )
         self.compute = compute
         self.__doc__ = compute.__doc__
 

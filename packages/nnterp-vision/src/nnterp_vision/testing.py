@@ -103,7 +103,7 @@ def features_returned(tower: type) -> type:
         return outputs
 
     # no write-back laying a read view back out: this read is the returned copy, which nothing downstream reads
-    moved._preprocess, moved._postprocess, moved._transform = returned, written, None
+    moved = moved.evolve(read=returned, write=written, write_back=None)
     return type(f"{tower.__name__}FeaturesReturned", (tower,), {"image_features": moved, "__doc__": features_returned.__doc__})
 
 

@@ -4,7 +4,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor
 
-from ..descriptors import EProperty
+from ..descriptors import EProperty, redefining
 from ..layouts import HeadOutputs, Keys, Pattern, Queries, Residual, Values
 from .standard import Standard
 
@@ -56,14 +56,7 @@ def each_interior(change: Any) -> Any:
         class BertAttention(Attention): ...
     """
 
-    def decorate(cls: type) -> type:
-        for name in INTERIOR:
-            value = change(getattr(cls.__mro__[1], name))
-            setattr(cls, name, value)
-            value.__set_name__(cls, name)
-        return cls
-
-    return decorate
+    return redefining(INTERIOR, change)
 
 
 def seq_first(value: Tensor) -> Tensor:

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..components import Attention, Layer, Mlp, Moe
 from ..components.attention import each_interior
-from ..descriptors import EProperty, unavailable
+from ..descriptors import EProperty, redefine, unavailable
 from ..layouts import FlatNeurons, FlatResidual, FlatRouterLogits
 from .values import Halves
 
@@ -38,14 +38,6 @@ FUSED_EXPERTS = (
     "their weights and each slot's output are never tensors a module passes; read router_logits and mlp_output, or "
     "the same checkpoint under StandardizedTransformer"
 )
-
-
-def redefined(cls: type, values: dict[str, EProperty]) -> type:
-    """``cls`` with ``values`` (name to descriptor) set on it as if written in its body."""
-    for name, value in values.items():
-        setattr(cls, name, value)
-        value.__set_name__(cls, name)
-    return cls
 
 
 class FlatLayer(Layer):
@@ -188,4 +180,4 @@ class FlatMoe(Moe):
         return int(self.experts._module.moe_config.experts_per_token)
 
 
-redefined(FlatMoe, {name: unavailable(FUSED_EXPERTS) for name in ("expert_weights", "expert_indices", "expert_outputs", "routed_output", "shared_expert_output")})
+redefine(FlatMoe, **{name: unavailable(FUSED_EXPERTS) for name in ("expert_weights", "expert_indices", "expert_outputs", "routed_output", "shared_expert_output")})

@@ -46,13 +46,6 @@ class Halves(EProperty):
         # a transform makes the read hold its value until the worker moves on: _write_back then hands it back
         self._transform = _unchanged
 
-    def at(self, key: Any = None, **changes: Any) -> Halves:
-        """This value at another location (``first`` among ``changes`` for another argument position)."""
-        first = changes.pop("first", self.first)
-        moved = Halves(self.key if key is None else key, self.description, first=first, unavailable=changes.pop("unavailable", self._unavailable), **changes)
-        moved.name, moved.__doc__, moved._preprocess = self.name, self.__doc__, self._preprocess
-        return moved
-
     def _pair(self, raw: Any, last: str) -> tuple[Any, Any]:
         if last == "inputs":
             args = raw[0]

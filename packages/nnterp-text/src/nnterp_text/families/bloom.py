@@ -7,12 +7,11 @@ folded into the batch (``[batch * heads, seq, head_dim]``); ``HeadOutputsView``
 serves its head outputs unfolded, and MPT's and Falcon's too.
 """
 
-from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from torch import Tensor
 
-from nnterp import Attention, EProperty, Family, HeadOutputs, Layer, Mlp, TinyConfig, TokenEProperty, interface_reason, seq_first
+from nnterp import Attention, Family, HeadOutputs, Layer, Mlp, TinyConfig, TokenEProperty, interface_reason, seq_first
 
 
 POST_LAYERNORM_RESIDUAL = (
@@ -30,16 +29,13 @@ def post_layernorm_residual(envoy: Any) -> str | None:
 class HeadOutputsView(TokenEProperty):
     """Head outputs as a matmul leaves them, served ``[batch, seq, heads, head_dim]`` for this invoke's rows.
 
-    The model holds them ``[batch, heads, seq, head_dim]``, or, where ``folded``
-    (a bool, or a function of the envoy), ``[batch * heads, seq, head_dim]``,
-    which nnsight cannot split by invoke: those rows are cut as
-    ``TokenEProperty`` cuts a token-flat tensor. Either way the value is a view,
-    so in-place edits land, and an assignment goes back in the model's layout.
+    The model holds them ``[batch, heads, seq, head_dim]`` (a layout
+    ``TokenEProperty`` serves as it is), or ``[batch * heads, seq, head_dim]``
+    with the heads folded into the batch (BLOOM's), which nnsight cannot split
+    by invoke: those rows are cut as ``TokenEProperty`` cuts a token-flat
+    tensor. Either way the value is a view, so in-place edits land, and an
+    assignment goes back in the model's layout.
     """
-
-    def __init__(self, *args: Any, folded: bool | Callable[[Any], bool] = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.folded = folded if callable(folded) else lambda envoy: folded
 
     def _as_shown(self, obj: Any, rows: Tensor) -> Tensor:
         return seq_first(rows)
@@ -48,10 +44,10 @@ class HeadOutputsView(TokenEProperty):
         return seq_first(shown)
 
     def _shown(self, obj: Any, raw: Any, last: str) -> Tensor:
-        return seq_first(super()._shown(obj, raw, last) if self.folded(obj) else EProperty._shown(self, obj, raw, last))
+        return seq_first(super()._shown(obj, raw, last))
 
     def _put(self, obj: Any, value: Tensor, location: str, last: str, raw: Any) -> None:
-        (super()._put if self.folded(obj) else partial(EProperty._put, self))(obj, seq_first(value), location, last, raw)
+        super()._put(obj, seq_first(value), location, last, raw)
 
 
 class BloomLayer(Layer):
@@ -86,7 +82,7 @@ class BloomAttention(Attention):
         return self._module.beta * alibi.view(-1, self.num_heads, *alibi.shape[1:])
 
     @HeadOutputsView(
-        "source.torch_bmm_0.output", Attention.attention_head_outputs.description, interface_reason, folded=True
+        "source.torch_bmm_0.output", Attention.attention_head_outputs.description, interface_reason
     )
     def attention_head_outputs(self, value: Tensor) -> HeadOutputs:
         """Each head's output, ``[batch, seq, num_heads, head_dim]``: ``bmm(pattern, values)``, unfolded.

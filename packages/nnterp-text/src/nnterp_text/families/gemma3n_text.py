@@ -44,7 +44,7 @@ import torch
 from torch import Tensor
 
 from nnterp import EProperty, Layer, PostNormAttention, StreamLayer, TinyConfig, unavailable
-from nnterp.descriptors import gradient_through
+from nnterp.descriptors import gradient_through, redefine
 from nnterp.layouts import Residual, StreamMixing, Streams, StreamWeights
 from nnterp.logits import softcapped
 
@@ -329,11 +329,7 @@ class AltUpLayer(StreamLayer, AltUpValues):
 
 # AltUp's values on the block itself, over StreamLayer's: a read finds them first; their place in the block's order
 # stays the one AltUpValues gave them, and their layouts are inherited from the values they redefine
-for _name, _value in list(vars(AltUpValues).items()):
-    if isinstance(_value, EProperty):
-        _value.owner = AltUpLayer
-        setattr(AltUpLayer, _name, _value)
-del _name, _value
+redefine(AltUpLayer, **{name: value for name, value in vars(AltUpValues).items() if isinstance(value, EProperty)})
 
 
 class LaurelAttention(PostNormAttention):

@@ -20,11 +20,7 @@ POST_LN = (
 
 def token_flat(value: EProperty, key: str, **changes: Any) -> TokenEProperty:
     """``value`` read at ``key``, where the model holds it flat over tokens: a ``TokenEProperty`` with its meaning."""
-    moved = value.at(key, **changes)
-    flat = TokenEProperty(moved.key, moved.description, moved._unavailable, moved.select, moved.assign_in_place)
-    flat.name, flat.__doc__ = moved.name, moved.__doc__
-    flat._preprocess, flat._postprocess, flat._transform = moved._preprocess, moved._postprocess, moved._transform
-    return flat
+    return value.evolve(kind=TokenEProperty, key=key, **changes)
 
 
 def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:

@@ -34,12 +34,9 @@ def viewed(
     edit is written back through it, and so is an assigned tensor. The
     meaning, docstring and layout stay ``value``'s.
     """
-    moved = value.at(key, **changes)
-    # wrapped, so that an annotation on to_standard cannot replace the layout
-    moved._preprocess = lambda envoy, held: to_standard(envoy, held)
-    moved._transform = lambda envoy, view, held: to_model(envoy, view)
-    moved._postprocess = to_model
-    return moved
+    return value.evolve(
+        key=key, read=to_standard, write=to_model, write_back=lambda envoy, view, held: to_model(envoy, view), **changes
+    )
 
 
 def _swap_seq_and_heads(envoy: Any, value: Any) -> Any:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from jaxtyping import Float
-from nnterp.descriptors import EProperty, unavailable
+from nnterp.descriptors import EProperty, redefining, unavailable
 from nnterp.errors import Unavailable
 from nnterp.layouts import HIDDEN, HeadOutputs, Keys, Queries, Values
 from torch import Tensor
@@ -39,33 +39,19 @@ ANY_RESOLUTION = (
 
 def packed(value: EProperty) -> EProperty:
     """``value`` as the Qwen ViT serves it: ``[patches, width]`` viewed ``[1, patches, width]``, and squeezed back on write."""
-    moved = value.at()
-    base_read, base_write = value._preprocess, value._postprocess
-
-    def read(envoy: Any, served: Tensor) -> Tensor:
-        return (base_read(envoy, served) if base_read is not None else served).unsqueeze(0)
+    base_write = value._postprocess
 
     def write(envoy: Any, written: Tensor) -> Tensor:
         written = written.squeeze(0)
         return base_write(envoy, written) if base_write is not None else written
 
-    read.__annotations__ = {"return": value.layout}
-    moved._preprocess, moved._postprocess = read, write
     # the tower goes on from the view served, so a backward reaches it
-    return moved.laid_back()
+    return value.reading(lambda envoy, read: read.unsqueeze(0), write=write).laid_back()
 
 
-def each_packed(names: tuple[str, ...]) -> Any:
+def each_packed(names: tuple[str, ...]) -> Callable[[type], type]:
     """A class decorator: each inherited value of ``names`` ``packed``."""
-
-    def decorate(cls: type) -> type:
-        for name in names:
-            value = packed(getattr(cls.__mro__[1], name))
-            setattr(cls, name, value)
-            value.__set_name__(cls, name)
-        return cls
-
-    return decorate
+    return redefining(names, packed)
 
 
 @each_packed(STREAM)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import torch
 from nnterp.components.attention import needs_eager
-from nnterp.descriptors import EProperty
+from nnterp.descriptors import EProperty, redefine
 from torch import Tensor
 
 from ..layouts import Patches
@@ -178,10 +178,7 @@ class ConvBlock(VisionLayer):
         return dict.fromkeys(names, reason)
 
 
-for _name in ConvBlock.values():
-    _value = getattr(VisionLayer, _name).at(unavailable=_unavailable_reason)
-    setattr(ConvBlock, _name, _value)
-    _value.__set_name__(ConvBlock, _name)
+redefine(ConvBlock, **{name: getattr(VisionLayer, name).at(unavailable=_unavailable_reason) for name in ConvBlock.values()})
 
 
 class ConvTimmVision(TimmVision):
