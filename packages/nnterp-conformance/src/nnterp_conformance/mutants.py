@@ -153,7 +153,7 @@ def _stream_mutants(model: Any, block: Any, on: Callable[..., None]) -> None:
         on(block, "layer_mid read at the block's input", "mid_stream", "against layer_mid",
            "layer_mid pointed at the stream entering the block, before the attention adds to it", layer_mid="layer_input")
     if _available(block, "layer_input", "layer_output") and model.num_layers > 1:
-        on(block, "layer_input read at the block's output", "stream_continuity", "differs from layers[",
+        on(block, "layer_input read at the block's output", "stream_continuity", "layer_input against layers[",
            "layer_input pointed at what the block returns instead of what it receives: each block off by one",
            layer_input="layer_output")
     if _available(block, "layer_output"):

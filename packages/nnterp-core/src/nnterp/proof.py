@@ -11,8 +11,8 @@ gap as the reason, and everything else is served::
     print(model.proof)          # each identity: holds, fails (and what it withdrew), or not run and why
     model.proof.refuted         # {(layer, "self_attn.attention_output"): "the proof at load found ..."}
 
-The identities are the conformance kit's, restricted to what holds on every
-family by definition: the contributions add up to the block's output, the
+The identities are ``nnterp.identities``', which the conformance kit's checks
+judge by too, restricted to the cheap ones: the contributions add up to the block's output, the
 stream between the sublayers is the input plus the attention's, each block
 hands its output to the next, the logits are the last stream projected, the
 pattern is the softmax of the scores, the heads are the pattern against the
@@ -38,7 +38,21 @@ import torch
 from .components import Mlp
 from .components.standard import Standard, blocks_support
 from .descriptors import withdraw
-from .tolerances import close, coarsest, computed_in
+from .identities import (
+    CONTRIBUTION,
+    HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES,
+    LOGITS_FROM_LAST_LAYER,
+    MID_STREAM,
+    NEURONS_MAKE_CONTRIBUTION,
+    PATTERN_IS_SOFTMAX_OF_SCORES,
+    STREAM_CONTINUITY,
+    Identity,
+    IdentityMismatch,
+    heads_from_pattern,
+    softmax_pattern,
+    stream_sum,
+)
+from .tolerances import coarsest, computed_in
 
 #: the prompt's length, in tokens; the ids are drawn from this seed, so every proof reads the same prompt
 PROMPT_TOKENS, SEED = 12, 0
@@ -238,30 +252,29 @@ def _reason(block: Any, dotted: str) -> str | None:
     return "not declared" if declared is None else declared.reason(host)
 
 
-def _judge(
-    reads: _Reads, identity: str, pairs: list[tuple[int | None, torch.Tensor, torch.Tensor]], vouched: tuple[str, ...], why_not: str | None = None
-) -> Finding:
-    """Hold ``actual == expected`` on each ``(layer, actual, expected)``; a failure withdraws ``vouched`` on that layer.
+#: one comparison the proof makes: the block (None for the root), the value read, the side recomputed, the dtype judged at
+Pair = tuple[int | None, torch.Tensor, torch.Tensor, torch.dtype]
+
+
+def _judge(reads: _Reads, identity: Identity, pairs: list[Pair], vouched: tuple[str, ...], why_not: str | None = None) -> Finding:
+    """Hold ``identity`` on each pair; a failure withdraws ``vouched`` on that block.
 
     With no pair, the identity did not run: ``why_not`` says why (a value the family does not serve, and its reason).
     """
     if not pairs:
-        return Finding(identity, NOT_RUN, why_not or "no block has the sublayers it is about")
+        return Finding(identity.title, NOT_RUN, why_not or "no block has the sublayers it is about")
     failed, worst = [], 0.0
-    for layer, actual, expected in pairs:
-        if actual.shape != expected.shape:
-            failed.append((layer, f"shapes differ: {tuple(actual.shape)} against {tuple(expected.shape)}"))
-            continue
-        # a value upcast to float32 from half-precision weights carries their rounding: judged by the model's dtype too
-        ok, gap, allowed = close(actual, expected, dtype=coarsest(actual, expected, reads.dtype))
-        worst = max(worst, gap)
-        if not ok:
-            failed.append((layer, f"off by {gap:.3g} (allowed {allowed:.3g})"))
+    for layer, actual, expected, dtype in pairs:
+        verdict = identity.judge(actual, expected, dtype)
+        if verdict.ok:
+            worst = max(worst, verdict.gap)
+        else:
+            failed.append((layer, verdict.detail))
     if not failed:
         proved = tuple(dict.fromkeys((*sorted(reads.asked.get(reads.checking, ())), *vouched)))
-        return Finding(identity, HOLDS, f"on {len(pairs)} {'block' if len(pairs) == 1 else 'blocks'}, largest gap {worst:.3g}", proved=proved)
+        return Finding(identity.title, HOLDS, f"on {len(pairs)} {'block' if len(pairs) == 1 else 'blocks'}, largest gap {worst:.3g}", proved=proved)
     detail = "; ".join(f"{'the root' if layer is None else f'layers[{layer}]'}: {what}" for layer, what in failed)
-    return Finding(identity, FAILS, detail, tuple((layer, name) for layer, _ in failed for name in vouched))
+    return Finding(identity.title, FAILS, detail, tuple((layer, name) for layer, _ in failed for name in vouched))
 
 
 def _why_not(model: Any, names: tuple[str, ...]) -> str | None:
@@ -278,15 +291,16 @@ def _terms(model: Any, layer: int) -> tuple[str, ...]:
     return contributions() if contributions is not None else ()
 
 
-def _sums(reads: _Reads, blocks: dict[int, tuple[str, ...]], target: str) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
-    """Per block, ``(layer, target, layer_input + its terms)``, summed in float32 (a block may keep its stream in float32
-    under half-precision sublayers, as Mamba's does)."""
+def _sums(reads: _Reads, blocks: dict[int, tuple[str, ...]], target: str) -> list[Pair]:
+    """Per block, ``target`` against ``stream_sum(layer_input, its terms)``."""
     values = {name: reads.get(name) for name in {"layer_input", target, *(term for terms in blocks.values() for term in terms)}}
-    return [
-        (layer, values[target][layer].float(), sum(values[name][layer].float() for name in ("layer_input", *terms)))
-        for layer, terms in blocks.items()
-        if all(layer in values[name] for name in ("layer_input", target, *terms))
-    ]
+    pairs: list[Pair] = []
+    for layer, terms in blocks.items():
+        if all(layer in values[name] for name in ("layer_input", target, *terms)):
+            parts = [values[name][layer] for name in ("layer_input", *terms)]
+            found = values[target][layer]
+            pairs.append((layer, found.float(), stream_sum(parts[0], parts[1:]), coarsest(*parts, found)))
+    return pairs
 
 
 def contribution(model: Any, reads: _Reads) -> Finding:
@@ -299,7 +313,7 @@ def contribution(model: Any, reads: _Reads) -> Finding:
     pairs = _sums(reads, blocks, "layer_output") if blocks else []
     vouched = tuple(dict.fromkeys(term for terms in blocks.values() for term in terms))
     why_not = _why_not(model, ("layer_input", "layer_output", *_terms(model, 0)))
-    return _judge(reads, "contribution (layer_input + attention_output + mlp_output == layer_output)", pairs, vouched, why_not)
+    return _judge(reads, CONTRIBUTION, pairs, vouched, why_not)
 
 
 def mid_stream(model: Any, reads: _Reads) -> Finding:
@@ -311,14 +325,18 @@ def mid_stream(model: Any, reads: _Reads) -> Finding:
         if any(term.endswith("attention_output") for term in terms) and all(layer in reads.blocks(name) for name in ("layer_input", *terms)):
             blocks[layer] = terms
     pairs = _sums(reads, blocks, "layer_mid") if blocks else []
-    return _judge(reads, "mid_stream (layer_input + attention_output == layer_mid)", pairs, ("layer_mid",), _why_not(model, ("layer_mid", "layer_input")))
+    return _judge(reads, MID_STREAM, pairs, ("layer_mid",), _why_not(model, ("layer_mid", "layer_input")))
 
 
 def stream_continuity(model: Any, reads: _Reads) -> Finding:
     """layers[i + 1].layer_input == layers[i].layer_output."""
     inputs, outputs = reads.get("layer_input"), reads.get("layer_output")
-    pairs = [(layer + 1, inputs[layer + 1], outputs[layer]) for layer in range(model.num_layers - 1) if layer in outputs and layer + 1 in inputs]
-    return _judge(reads, "stream_continuity (each block's layer_input is the last one's layer_output)", pairs, ("layer_input",))
+    pairs: list[Pair] = [
+        (layer + 1, inputs[layer + 1], outputs[layer], reads.dtype)
+        for layer in range(model.num_layers - 1)
+        if layer in outputs and layer + 1 in inputs
+    ]
+    return _judge(reads, STREAM_CONTINUITY, pairs, ("layer_input",))
 
 
 def logits_from_last_layer(model: Any, reads: _Reads) -> Finding:
@@ -327,37 +345,40 @@ def logits_from_last_layer(model: Any, reads: _Reads) -> Finding:
 
     last = model.num_layers - 1
     if last not in reads.blocks("layer_output"):
-        return Finding("logits_from_last_layer", NOT_RUN, "the last block's layer_output is not served")
+        return Finding(LOGITS_FROM_LAST_LAYER.name, NOT_RUN, "the last block's layer_output is not served")
     try:
         with torch.no_grad(), model.trace(reads.prompt):
             projected = nnsight.save(model.project_on_vocab(model.layers[last].layer_output).detach().clone())
             logits = nnsight.save(model.logits.detach().clone())
     except Exception as error:  # noqa: BLE001 - the projection or the logits raising refutes the projection
         detail = f"reading project_on_vocab(layers[{last}].layer_output) and the logits {raised(error, model)}"
-        return Finding("logits_from_last_layer", FAILS, detail, ((None, "project_on_vocab"),), raised=True)
-    return _judge(reads, "logits_from_last_layer (project_on_vocab(layers[-1].layer_output) == logits)", [(None, projected, logits)], ("project_on_vocab",))
+        return Finding(LOGITS_FROM_LAST_LAYER.name, FAILS, detail, ((None, "project_on_vocab"),), raised=True)
+    # logits a model upcasts to float32 carry the rounding of the half-precision weights that made them
+    pairs: list[Pair] = [(None, projected, logits, coarsest(logits, reads.dtype))]
+    return _judge(reads, LOGITS_FROM_LAST_LAYER, pairs, ("project_on_vocab",))
 
 
 def pattern_is_softmax_of_scores(model: Any, reads: _Reads) -> Finding:
-    """softmax(self_attn.attention_scores) == self_attn.attention_probabilities, on attentions without a sink column."""
+    """softmax(self_attn.attention_scores) == self_attn.attention_probabilities, on attentions without a sink column
+    (its logits are weights an offloaded model holds nowhere the proof can read them)."""
     names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
     blocks = [
         layer for layer in reads.blocks(names[0])
         if layer in reads.blocks(names[1]) and not getattr(model.layers[layer].self_attn, "sink_column", False)
     ]
     scores, pattern = (reads.get(names[0]), reads.get(names[1])) if blocks else ({}, {})
-    pairs = [
-        (layer, pattern[layer], torch.softmax(scores[layer].float(), dim=-1).to(pattern[layer].dtype))
+    pairs: list[Pair] = [
+        (layer, pattern[layer], softmax_pattern(scores[layer]).to(pattern[layer].dtype), pattern[layer].dtype)
         for layer in blocks
         if layer in scores and layer in pattern
     ]
-    return _judge(reads, "pattern_is_softmax_of_scores (softmax(attention_scores) == attention_probabilities)", pairs, names, _why_not(model, names))
+    return _judge(reads, PATTERN_IS_SOFTMAX_OF_SCORES, pairs, names, _why_not(model, names))
 
 
 def head_outputs_are_pattern_against_values(model: Any, reads: _Reads) -> Finding:
     """The attention's mixed heads == attention_probabilities @ repeat_kv(attention_values), seq first."""
-    pairs = []
-    values, pattern = {}, {}
+    pairs: list[Pair] = []
+    mismatched = []
     for layer in reads.blocks("self_attn.attention_values"):
         mixed = f"self_attn.{model.layers[layer].self_attn.mixed_heads}"
         if layer not in reads.blocks("self_attn.attention_probabilities") or layer not in reads.blocks(mixed):
@@ -365,18 +386,19 @@ def head_outputs_are_pattern_against_values(model: Any, reads: _Reads) -> Findin
         values, pattern, heads = reads.get("self_attn.attention_values"), reads.get("self_attn.attention_probabilities"), reads.get(mixed)
         if not all(layer in found for found in (values, pattern, heads)):
             continue
-        grouped = values[layer].float()
-        if grouped.shape[1] and pattern[layer].shape[1] % grouped.shape[1] == 0:
-            grouped = grouped.repeat_interleave(pattern[layer].shape[1] // grouped.shape[1], dim=1)
-        expected = (pattern[layer].float() @ grouped).transpose(1, 2) if pattern[layer].shape[-1] == grouped.shape[-2] else grouped
-        pairs.append((layer, heads[layer].float(), expected))
-    return _judge(
-        reads,
-        "head_outputs_are_pattern_against_values (attention_probabilities @ attention_values == the heads)",
-        pairs,
-        ("self_attn.attention_head_outputs",),
-        _why_not(model, ("self_attn.attention_values", "self_attn.attention_probabilities")),
-    )
+        try:
+            expected = heads_from_pattern(pattern[layer], values[layer])
+        except IdentityMismatch as error:
+            mismatched.append((layer, str(error)))
+            continue
+        pairs.append((layer, heads[layer].float(), expected, heads[layer].dtype))
+    vouched = ("self_attn.attention_head_outputs",)
+    found = _judge(reads, HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES, pairs, vouched, _why_not(model, ("self_attn.attention_values", "self_attn.attention_probabilities")))
+    if not mismatched:
+        return found
+    detail = "; ".join(f"layers[{layer}]: {what}" for layer, what in mismatched)
+    refuted = tuple((layer, name) for layer, _ in mismatched for name in vouched)
+    return Finding(HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES.title, FAILS, detail if found.status != FAILS else f"{found.detail}; {detail}", (*found.refuted, *refuted))
 
 
 def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
@@ -399,11 +421,11 @@ def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
                     saved[layer] = (mlp.mlp_output.detach().clone(), projected)
         except Exception as error:  # noqa: BLE001 - reading them raising refutes them, as any other read
             detail = f"reading mlp_output and down_proj(mlp_neurons) on {', '.join(f'layers[{layer}]' for layer in blocks)} {raised(error, model)}"
-            return Finding("neurons_make_contribution", FAILS, detail, tuple((layer, "mlp.mlp_neurons") for layer in blocks), raised=True)
-        pairs = [(layer, output, projected) for layer, (output, projected) in dict(saved).items()]
+            return Finding(NEURONS_MAKE_CONTRIBUTION.name, FAILS, detail, tuple((layer, "mlp.mlp_neurons") for layer in blocks), raised=True)
+        pairs = [(layer, output, projected, output.dtype) for layer, (output, projected) in dict(saved).items()]
     why_not = _why_not(model, ("mlp.mlp_neurons", "mlp.mlp_output")) or "no MLP's forward returns its down projection's call"
     vouched = ("mlp.mlp_neurons", "mlp.mlp_activation", "mlp.mlp_output")
-    return _judge(reads, "neurons_make_contribution (down_proj(mlp_neurons) == mlp_output)", pairs, vouched, why_not)
+    return _judge(reads, NEURONS_MAKE_CONTRIBUTION, pairs, vouched, why_not)
 
 
 def _returns_down_projection(mlp: Any) -> bool:

@@ -6,7 +6,9 @@ from typing import Any
 
 import torch
 
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, has_softmax_attention, read, require
+from nnterp.identities import PATTERN_IS_SOFTMAX_OF_SCORES, softmax_pattern
+
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, has_softmax_attention, read, require
 
 
 @check("attention", applies=has_softmax_attention)
@@ -19,15 +21,11 @@ def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
     for layer in blocks:
         scores, pattern = next(values), next(values)
         attention = model.layers[layer].self_attn
+        # the sink joins the softmax as one more column per head, then is dropped from the pattern
         sink = getattr(attention, "sink_column", False)
-        if sink:
-            # the sink joins the softmax as one more column per head, then is dropped from the pattern
-            sinks = attention.sink_logits.detach().float().view(1, -1, 1, 1)
-            scores = torch.cat([scores.float(), sinks.expand(*scores.shape[:-1], 1)], dim=-1)
-        expected = torch.softmax(scores.float(), dim=-1)
-        if sink:
-            expected = expected[..., :-1]
-        gaps.add(expect_close(f"layers[{layer}]: softmax(attention_scores) against attention_probabilities", pattern, expected.to(pattern.dtype)))
+        expected = softmax_pattern(scores, attention.sink_logits if sink else None).to(pattern.dtype)
+        what = f"layers[{layer}]: softmax(attention_scores) against attention_probabilities"
+        gaps.add(expect_holds(PATTERN_IS_SOFTMAX_OF_SCORES, what, pattern, expected))
         sums = pattern.float().sum(-1)
         if sink:
             if (sums > 1 + 1e-3).any():

@@ -7,7 +7,8 @@ from typing import Any, Callable
 
 import torch
 
-from nnterp.tolerances import close, computed_in
+from nnterp.identities import Identity, compare
+from nnterp.tolerances import computed_in
 
 
 class CheckFailure(AssertionError):
@@ -272,12 +273,21 @@ def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwar
     ``dtype=`` judges by another dtype's tolerance than ``expected``'s (a sum
     taken in float32 over a half-precision tensor).
     """
-    if actual.shape != expected.shape:
-        raise CheckFailure(f"{what}: shapes differ, {tuple(actual.shape)} against {tuple(expected.shape)}")
-    ok, gap, allowed = close(actual, expected, **kwargs)
-    if not ok:
-        raise CheckFailure(f"{what}: off by {gap:.3g} (max abs; allowed {allowed:.3g})")
-    return gap
+    verdict = compare(actual, expected, **kwargs)
+    if not verdict.ok:
+        raise CheckFailure(f"{what}: {verdict.detail}")
+    return verdict.gap
+
+
+def expect_holds(identity: Identity, what: str, actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype | None = None) -> float:
+    """Fail with ``what`` and the gap unless ``identity`` holds between the value read and the side recomputed; return the gap.
+
+    The identity is ``nnterp.identities``', which the proof at load judges by too.
+    """
+    verdict = identity.judge(actual, expected, dtype)
+    if not verdict.ok:
+        raise CheckFailure(f"{what}: {verdict.detail}")
+    return verdict.gap
 
 
 def model_dtype(model: Any) -> torch.dtype:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from nnterp.tolerances import close
+from nnterp.identities import CONTRIBUTION, MID_STREAM, STREAM_CONTINUITY, Identity, compare, stream_sum
 
 from .base import CheckFailure, Skip
 
@@ -48,12 +48,11 @@ def _needs(run: dict, *names: str) -> None:
         raise Skip(f"the family serves no {', '.join(missing)} on this engine")
 
 
-def _hold(name: str, actual: torch.Tensor, expected: torch.Tensor, where: str) -> None:
-    if actual.shape != expected.shape:
-        raise CheckFailure(f"{name} at {where}: shape {tuple(actual.shape)} where {tuple(expected.shape)} was expected")
-    ok, gap, allowed = close(actual, expected)
-    if not ok:
-        raise CheckFailure(f"{name} at {where}: off by {gap:.3g}, more than float32's {allowed:.3g}")
+def _hold(name: str, actual: torch.Tensor, expected: torch.Tensor, where: str, identity: Identity | None = None) -> None:
+    """Fail naming ``name`` and ``where`` unless ``identity`` holds (a plain comparison at float32's tolerance without one)."""
+    verdict = identity.judge(actual, expected) if identity is not None else compare(actual, expected)
+    if not verdict.ok:
+        raise CheckFailure(f"{name} at {where}: {verdict.detail}")
 
 
 @flat_check
@@ -63,8 +62,10 @@ def flat_contribution(run: dict, reference: dict) -> str:
     count = 0
     for prompt, step, values in _each_step(run):
         for block in range(_blocks(run)):
-            total = values[f"{block}.layer_input"] + values[f"{block}.self_attn.attention_output"] + values[f"{block}.mlp.mlp_output"]
-            _hold(f"layers[{block}]: layer_input + attention_output + mlp_output vs layer_output", total, values[f"{block}.layer_output"], _where(prompt, step))
+            terms = (values[f"{block}.self_attn.attention_output"], values[f"{block}.mlp.mlp_output"])
+            total = stream_sum(values[f"{block}.layer_input"], terms)
+            what = f"layers[{block}]: layer_input + attention_output + mlp_output vs layer_output"
+            _hold(what, values[f"{block}.layer_output"].float(), total, _where(prompt, step), CONTRIBUTION)
             count += 1
     return f"{count} blocks x steps"
 
@@ -75,8 +76,9 @@ def flat_mid_stream(run: dict, reference: dict) -> str:
     _needs(run, "layer_input", "self_attn.attention_output", "layer_mid")
     for prompt, step, values in _each_step(run):
         for block in range(_blocks(run)):
-            total = values[f"{block}.layer_input"] + values[f"{block}.self_attn.attention_output"]
-            _hold(f"layers[{block}]: layer_input + attention_output vs layer_mid", total, values[f"{block}.layer_mid"], _where(prompt, step))
+            total = stream_sum(values[f"{block}.layer_input"], [values[f"{block}.self_attn.attention_output"]])
+            what = f"layers[{block}]: layer_input + attention_output vs layer_mid"
+            _hold(what, values[f"{block}.layer_mid"].float(), total, _where(prompt, step), MID_STREAM)
     return "held"
 
 
@@ -87,9 +89,8 @@ def flat_stream_continues(run: dict, reference: dict) -> str:
     for prompt, step, values in _each_step(run):
         for block in range(_blocks(run) - 1):
             handed, received = values[f"{block}.layer_output"], values[f"{block + 1}.layer_input"]
-            if not torch.equal(handed, received):
-                gap = (handed - received).abs().max().item()
-                raise CheckFailure(f"layers[{block}].layer_output vs layers[{block + 1}].layer_input at {_where(prompt, step)}: off by {gap:.3g}")
+            what = f"layers[{block + 1}].layer_input vs layers[{block}].layer_output"
+            _hold(what, received, handed, _where(prompt, step), STREAM_CONTINUITY)
     return "held"
 
 

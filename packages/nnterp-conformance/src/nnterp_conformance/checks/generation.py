@@ -7,8 +7,9 @@ from typing import Any
 import nnsight
 import torch
 
+from nnterp.identities import CONTRIBUTION, stream_sum
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, check, expect_close, get, input_shape, single_stream
+from .base import Case, CheckFailure, Gaps, check, expect_holds, get, input_shape, single_stream
 from .residual import contribution_blocks
 
 STEPS = 3
@@ -35,10 +36,8 @@ def contribution_at_every_step(model: Any, case: Case) -> str:
         for layer, (stream, *terms, output) in zip(blocks, step):
             if output.shape[1] != expected:
                 raise CheckFailure(f"step {index}, layers[{layer}]: {output.shape[1]} positions, expected {expected}")
-            parts = [stream, *terms]
-            # summed in float32 and judged by the coarsest dtype, as the contribution check is
-            total = sum(part.float() for part in parts)
-            gaps.add(expect_close(f"step {index}, layers[{layer}]: the contribution identity", total, output.float(), dtype=coarsest(*parts, output)))
+            what = f"step {index}, layers[{layer}]: the contribution identity"
+            gaps.add(expect_holds(CONTRIBUTION, what, output.float(), stream_sum(stream, terms), dtype=coarsest(stream, *terms, output)))
     if len(steps) != STEPS:
         raise CheckFailure(f"read {len(steps)} steps of {STEPS}")
     return f"{STEPS} steps; {gaps}"

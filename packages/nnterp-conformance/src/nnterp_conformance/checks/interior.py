@@ -16,19 +16,20 @@ import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp import Unavailable
 
+from nnterp import identities
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get, has_softmax_attention, prompt_lengths, require
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, get, has_softmax_attention, prompt_lengths, require
 
 QUERIES, KEYS, VALUES = "self_attn.attention_queries", "self_attn.attention_keys", "self_attn.attention_values"
 SCORES, PATTERN, HEADS = "self_attn.attention_scores", "self_attn.attention_probabilities", "self_attn.attention_head_outputs"
 
 
 def repeat_kv(states: torch.Tensor, heads: int, what: str) -> torch.Tensor:
-    """``[batch, kv_heads, seq, dim]`` repeated to ``heads`` heads, each key head serving its group of query heads."""
-    kv_heads = states.shape[1]
-    if kv_heads == 0 or heads % kv_heads:
-        raise CheckFailure(f"{what}: {kv_heads} key/value heads cannot serve {heads} query heads")
-    return states.repeat_interleave(heads // kv_heads, dim=1)
+    """``nnterp.identities.repeat_kv``, its mismatch a ``CheckFailure`` naming ``what``."""
+    try:
+        return identities.repeat_kv(states, heads)
+    except identities.IdentityMismatch as error:
+        raise CheckFailure(f"{what}: {error}") from None
 
 
 def reads(model: Any, host: Any, names: tuple[str, ...], bias: bool, run: Any) -> dict[str, torch.Tensor]:
@@ -160,21 +161,13 @@ def heads_gap(model: Any, host: Any, run: Any, what: str) -> float:
     mixed = host(model).self_attn.mixed_heads
     heads_name = f"self_attn.{mixed}"
     found = reads(model, host, (VALUES, PATTERN, heads_name), False, run)
-    pattern, heads = found[PATTERN], found[heads_name]
-    if pattern.dtype != found[VALUES].dtype:
-        # the values are weighed by the pattern in one dtype: a matmul takes both in it
-        raise CheckFailure(
-            f"{what}: attention_probabilities @ attention_values mixes {pattern.dtype} with {found[VALUES].dtype}: the attention "
-            "weighs the values by the pattern in their own dtype (the pattern read before its cast to the model's dtype?)"
-        )
-    values = repeat_kv(found[VALUES].float(), pattern.shape[1], f"{what}: attention_probabilities @ attention_values")
-    if pattern.shape[-1] != values.shape[-2]:
-        raise CheckFailure(
-            f"{what}: attention_probabilities cover {pattern.shape[-1]} keys, attention_values {values.shape[-2]} "
-            "(values read before the cache joins them to earlier tokens?)"
-        )
-    expected = (pattern.float() @ values).transpose(1, 2)
-    return expect_close(f"{what}: attention_probabilities @ attention_values against {mixed}", heads.float(), expected, dtype=heads.dtype)
+    heads = found[heads_name]
+    try:
+        expected = identities.heads_from_pattern(found[PATTERN], found[VALUES])
+    except identities.IdentityMismatch as error:
+        raise CheckFailure(f"{what}: {error}") from None
+    identity = identities.HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES
+    return expect_holds(identity, f"{what}: attention_probabilities @ attention_values against {mixed}", heads.float(), expected, dtype=heads.dtype)
 
 
 @check("attention", applies=has_softmax_attention)

@@ -8,8 +8,9 @@ import nnsight
 import torch
 from nnsight.intervention.interleaver import OutOfOrderError
 
+from nnterp.identities import NEURONS_MAKE_CONTRIBUTION
 from nnterp.tolerances import coarsest
-from .base import Case, Gaps, check, expect_close, has_mlp, model_dtype, require
+from .base import Case, Gaps, check, expect_close, expect_holds, has_mlp, model_dtype, require
 
 
 def _up_half(mlp: Any) -> Any:
@@ -88,5 +89,5 @@ def neurons_make_contribution(model: Any, case: Case) -> str:
         # a family serving token-flat neurons per row ([batch, seq, ...]) projects them in that layout
         projected, output = found["projected"], found["output"]
         projected = projected.reshape(output.shape) if projected.numel() == output.numel() else projected
-        gaps.add(expect_close(f"layers[{layer}]: down_proj(mlp_neurons) against down_proj's output", projected, output))
+        gaps.add(expect_holds(NEURONS_MAKE_CONTRIBUTION, f"layers[{layer}]: down_proj(mlp_neurons) against down_proj's output", output, projected))
     return str(gaps)

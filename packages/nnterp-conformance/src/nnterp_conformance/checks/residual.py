@@ -6,8 +6,9 @@ from typing import Any
 
 import torch
 
+from nnterp.identities import CONTRIBUTION, LOGITS_FROM_LAST_LAYER, MID_STREAM, STREAM_CONTINUITY, stream_sum
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, mixers_of, model_dtype, read, require, single_stream, sublayers
+from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_holds, mixers_of, model_dtype, read, require, single_stream, sublayers
 
 #: the stream values around a block's contributions
 BOUNDARIES = ("layer_input", "layer_output")
@@ -50,15 +51,14 @@ def contribution(model: Any, case: Case) -> str:
     gaps = Gaps()
     for layer, terms in blocks.items():
         found = values[layer]
-        parts = [found["layer_input"], *(found[name] for name in terms)]
-        # summed in float32: a block may keep its stream in float32 under half-precision sublayers (Mamba)
-        total = sum(part.float() for part in parts)
+        parts = [found[name] for name in terms]
         gaps.add(
-            expect_close(
+            expect_holds(
+                CONTRIBUTION,
                 f"layers[{layer}]: layer_input + {' + '.join(name.split('.')[-1] for name in terms)} against layer_output",
-                total,
                 found["layer_output"].float(),
-                dtype=coarsest(*parts, found["layer_output"]),
+                stream_sum(found["layer_input"], parts),
+                dtype=coarsest(found["layer_input"], *parts, found["layer_output"]),
             )
         )
     return str(gaps)
@@ -77,9 +77,7 @@ def stream_continuity(model: Any, case: Case) -> str:
     found = dict(zip(plan, read(model, case, plan)))
     for layer in pairs:
         sent, received = found[(layer, "layer_output")], found[(layer + 1, "layer_input")]
-        if not torch.equal(sent, received):
-            gap = (sent - received).abs().max().item()
-            raise CheckFailure(f"layers[{layer}].layer_output differs from layers[{layer + 1}].layer_input by {gap:.3g}")
+        expect_holds(STREAM_CONTINUITY, f"layers[{layer + 1}].layer_input against layers[{layer}].layer_output", received, sent)
     return f"{len(pairs)} boundaries equal"
 
 
@@ -108,8 +106,16 @@ def mid_stream(model: Any, case: Case) -> str:
     gaps = Gaps()
     for layer, names in blocks.items():
         found, mid = values[layer], mids[layer]
-        terms = " + ".join(names)
-        gaps.add(expect_close(f"layers[{layer}]: layer_input + {terms} against layer_mid", found["layer_input"] + sum(found[name] for name in names), mid))
+        parts = [found[name] for name in names]
+        gaps.add(
+            expect_holds(
+                MID_STREAM,
+                f"layers[{layer}]: layer_input + {' + '.join(names)} against layer_mid",
+                mid.float(),
+                stream_sum(found["layer_input"], parts),
+                dtype=coarsest(found["layer_input"], *parts, mid),
+            )
+        )
     return str(gaps)
 
 
@@ -124,5 +130,5 @@ def logits_from_last_layer(model: Any, case: Case) -> str:
         projected = model.project_on_vocab(stream).detach().clone().save()
         logits = model.logits.detach().clone().save()
     # logits a model upcasts to float32 carry the rounding of the half-precision weights that made them
-    gap = expect_close("lm_head(norm(last layer_output)) against logits", projected, logits, dtype=coarsest(logits, model_dtype(model)))
+    gap = expect_holds(LOGITS_FROM_LAST_LAYER, "lm_head(norm(last layer_output)) against logits", logits, projected, dtype=coarsest(logits, model_dtype(model)))
     return f"largest gap {gap:.3g}"

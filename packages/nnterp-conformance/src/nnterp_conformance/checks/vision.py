@@ -10,8 +10,10 @@ from dataclasses import replace
 from typing import Any
 
 import torch
+from nnterp.identities import CONTRIBUTION, PATTERN_IS_SOFTMAX_OF_SCORES, softmax_pattern, stream_sum
+from nnterp.tolerances import coarsest
 
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, get
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, get
 
 #: the seed of the checks' image and its size (height, width): not square, so the processor resizes and crops
 IMAGE_SEED = 0
@@ -137,8 +139,10 @@ def vision_contribution(model: Any, case: Case) -> str:
     found = {name: read_image(model, case, [(block(layer), name) for layer in blocks]) for name in names}
     gaps = Gaps()
     for index, layer in enumerate(blocks):
-        total = found["layer_input"][index] + found["self_attn.attention_output"][index] + found["mlp.mlp_output"][index]
-        gaps.add(expect_close(f"vision.layers[{layer}]: layer_input + attention_output + mlp_output against layer_output", total, found["layer_output"][index]))
+        parts = [found[name][index] for name in names[:3]]
+        output = found["layer_output"][index]
+        what = f"vision.layers[{layer}]: layer_input + attention_output + mlp_output against layer_output"
+        gaps.add(expect_holds(CONTRIBUTION, what, output.float(), stream_sum(parts[0], parts[1:]), dtype=coarsest(*parts, output)))
     return str(gaps)
 
 
@@ -151,8 +155,8 @@ def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
     gaps = Gaps()
     for layer in blocks:
         scores, pattern = next(values), next(values)
-        expected = torch.softmax(scores.float(), dim=-1).to(pattern.dtype)
-        gaps.add(expect_close(f"vision.layers[{layer}]: softmax(attention_scores) against attention_probabilities", pattern, expected))
+        what = f"vision.layers[{layer}]: softmax(attention_scores) against attention_probabilities"
+        gaps.add(expect_holds(PATTERN_IS_SOFTMAX_OF_SCORES, what, pattern, softmax_pattern(scores).to(pattern.dtype)))
         sums = pattern.float().sum(-1)
         gaps.add(expect_close(f"vision.layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums), dtype=pattern.dtype))
     return str(gaps)
