@@ -90,6 +90,9 @@ class Attention(Standard):
     #: or, on an attention that gates or scales its heads after mixing them, the value that holds them before
     #: (``ungated_head_outputs``); the kit's ``head_outputs_are_pattern_against_values`` reads it
     mixed_heads: ClassVar[str] = "attention_head_outputs"
+    #: whether the softmax ran over one more column than the pattern has, its last (a learned sink logit per head), so
+    #: the pattern's rows sum to less than one: False here; GPT-OSS's and Flint's ``SinkAttention`` set it
+    sink_column: ClassVar[bool] = False
 
     def off_interface(self) -> str | None:
         """Why the shared attention interface does not run on this module, or None."""

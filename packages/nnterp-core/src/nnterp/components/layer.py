@@ -31,21 +31,14 @@ class Layer(Standard):
 
     lacks = "a block's own values are its residual stream's"
 
-    #: the first block value the forward serves after the mixers, and after the MLP: where ``toolkit.cache.block_order``
-    #: places the sublayers' own values
-    AFTER_MIXERS: ClassVar[str] = "layer_mid"
-    AFTER_MLP: ClassVar[str] = "per_layer_input_output"
-
     #: whether the block returns a tuple whose first element is the stream, where its forward's return statements
-    #: do not say (``returns_a_tuple`` reads them first, so a release that changes the return moves with it)
+    #: do not say (``returns_a_tuple`` reads them first, so a release that changes the return moves with it).
+    #: False here; a family whose block's return the source leaves unclear sets it (BLOOM, Falcon, MPT ...)
     returns_tuple: ClassVar[bool] = False
     #: the standard sublayers a block may lack, in the order the block calls them: a hybrid's blocks have one
-    #: mixer or the other (a parallel hybrid's both), an SSM's no MLP
+    #: mixer or the other (a parallel hybrid's both), an SSM's no MLP. A family whose block calls them in another
+    #: order says so (Falcon-H1: ``linear_attn`` first)
     SUBLAYERS: ClassVar[tuple[str, ...]] = ("self_attn", "linear_attn", "mlp")
-    #: what reads each norm's output, as a path from the block (``{mixer}`` is its ``self_attn`` or ``linear_attn``):
-    #: the kit's ``norm_outputs_feed_the_sublayers`` holds each norm output equal to that input. A pre-norm block calls
-    #: its sublayers with them; a block whose norm sits inside a sublayer names the module the norm hands on to
-    norm_readers: ClassVar[dict[str, str]] = {"attention_norm_output": "{mixer}.input", "mlp_norm_output": "mlp.input"}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -165,6 +158,23 @@ class Layer(Standard):
         elements.
         """
         return value
+
+    # -- settings naming the values above (read off them, so a renamed value cannot leave one behind) ------------
+
+    #: the first block value the forward serves after the mixers: where ``toolkit.cache.block_order`` places the
+    #: mixers' own values. ``layer_mid`` here; a block whose values come in another order names its own
+    AFTER_MIXERS: ClassVar[str] = layer_mid.name
+    #: the first block value the forward serves after the MLP: where ``block_order`` places the MLP's own values.
+    #: ``per_layer_input_output`` here; ``StreamLayer`` (``layer_output``) and Gemma 3n's AltUp block set their own
+    AFTER_MLP: ClassVar[str] = per_layer_input_output.name
+    #: what reads each norm's output, by the norm output's value name, as a path from the block (``{mixer}`` is its
+    #: ``self_attn`` or ``linear_attn``): the kit's ``norm_outputs_feed_the_sublayers`` holds each norm output equal to
+    #: that input. The default is the pre-norm block's, which calls its sublayers with them; a family whose norm sits
+    #: inside a sublayer (pre-LN BERT, LongCat-Flash) names the module the norm hands on to
+    norm_readers: ClassVar[dict[str, str]] = {
+        attention_norm_output.name: "{mixer}.input",
+        mlp_norm_output.name: "mlp.input",
+    }
 
     def skip(self, hidden: Tensor) -> None:
         """Skip this block, handing ``hidden`` on as its residual stream.

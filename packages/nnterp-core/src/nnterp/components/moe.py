@@ -95,18 +95,23 @@ class Moe(Mlp):
 
     lacks = "this block's MLP is a mixture of experts, whose values are its routing's and its experts'"
 
-    #: the operation in the router's forward whose output is the logits
+    # each a per-family setting: a mixture variant (``nnterp.components.mixtures``) or a family's Moe sets its own
+
+    #: the path of the operation (in the router's forward) or module whose output is the logits:
+    #: ``"router.source.F_linear_0"``, the router's linear, here
     LOGITS: ClassVar[str] = "router.source.F_linear_0"
-    #: what turns logits into weights: "softmax" or "sigmoid"
+    #: what turns logits into weights: ``"softmax"`` (here) or ``"sigmoid"`` (``SigmoidMoe``)
     SCORING: ClassVar[str] = "softmax"
-    #: whether the router takes the top-k of the raw logits and scores only those (GPT-OSS, Granite-MoE)
+    #: whether the router takes the top-k of the raw logits and scores only those: False here (``TopKFirstMoe``:
+    #: GPT-OSS, Granite-MoE)
     TOPK_FIRST: ClassVar[bool] = False
-    #: whether the chosen weights are renormalized to sum to one; None reads the router's norm_topk_prob
+    #: whether the chosen weights are renormalized to sum to one; None (here) reads the router's ``norm_topk_prob``
     NORMALIZE: ClassVar[bool | None] = None
-    #: how a group of experts is scored for grouped routing: "top2" (sum of its best two) or "max"
+    #: how a group of experts is scored for grouped routing: ``"top2"`` (the sum of its best two, here) or ``"max"``
     GROUP_SCORE: ClassVar[str] = "top2"
-    #: the experts module's positional arguments: (hidden_states, indices, weights)
+    #: the position of the indices among the experts module's arguments ``(hidden_states, indices, weights)``: 1
     INDICES: ClassVar[int] = 1
+    #: the position of the weights among the experts module's arguments: 2
     WEIGHTS: ClassVar[int] = 2
 
     def no_mixture(self) -> str | None:

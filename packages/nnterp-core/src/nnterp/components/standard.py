@@ -36,9 +36,11 @@ class Standard(Envoy):
     and again when real weights replace meta ones.
     """
 
+    #: whether the forward is instrumented when the envoy is built (and when real weights replace meta ones), not on
+    #: first read: False here; a family sets it where a value sits in a forward already running when it is read
     sourced: ClassVar[bool] = False
     #: why this kind of component has none of the values other kinds declare (a dense MLP routes nothing):
-    #: the reason ``mlp.router_logits`` raises on a dense block
+    #: the reason ``mlp.router_logits`` raises on a dense block. Each base component states its own kind
     lacks: ClassVar[str] = "this component is of another kind"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -187,28 +187,41 @@ class StreamLayer(Layer, StreamValues):
     that reason (the identity is the mixing there).
     """
 
-    #: the block's values in forward order are ``StreamValues``'; the MLP's own come just before ``layer_output``
-    AFTER_MLP: ClassVar[str] = "layer_output"
+    #: the first block value the forward serves after the MLP (``Layer.AFTER_MLP``): ``layer_output``, since the block's
+    #: values in forward order are ``StreamValues``'
+    AFTER_MLP: ClassVar[str] = StreamValues.layer_output.name
 
-    #: why the streams carried past a sublayer are not mixed (the mixing is the identity), or None where they are
+    #: why the streams carried past a sublayer are not mixed (the mixing is the identity), or None (here) where they
+    #: are; a family whose hyper-connections carry them unmixed sets it (HY-V4)
     UNMIXED: ClassVar[str | None] = None
 
-    #: the block's steps in stream terms, each the value names (listed in the forward's order) of ``after[k] == spread[k] * output + sum_j mixing[j, k]
-    #: * before[j]`` (the kit's ``streams_follow_from_mixing``) and of ``collapsed == sum_j collapse[j] * before[j]``,
-    #: ``norm`` the module called with ``collapsed``. A step may add a term besides (``added``: a ``Residual`` value)
-    #: to the streams ``streams_added_to`` names, and may say its output is a sum of named terms (``terms``, read on
-    #: the stream it runs on) with, where it has one, the stream between them (``mid``, the first ``mid_terms``' sum
-    #: added to ``collapsed``). A hyper-connection block has one step per sublayer; AltUp (Gemma 3n) one per block
+    #: the block's steps in stream terms, each the value names (listed in the forward's order) of ``after[k] ==
+    #: spread[k] * output + sum_j mixing[j, k] * before[j]`` (the kit's ``streams_follow_from_mixing``) and of
+    #: ``collapsed == sum_j collapse[j] * before[j]``, ``norm`` the module called with ``collapsed`` and ``output`` the
+    #: sublayer's contribution as a path. A step may add a term besides (``added``: a ``Residual`` value) to the streams
+    #: ``streams_added_to`` names, and may say its output is a sum of named terms (``terms``, read on the stream it
+    #: runs on) with, where it has one, the stream between them (``mid``, the first ``mid_terms``' sum added to
+    #: ``collapsed``). Here a hyper-connection block's, one step per sublayer; AltUp (Gemma 3n) sets one per block
     STREAM_STEPS: ClassVar[dict[str, dict[str, Any]]] = {
         "self_attn": {
-            "before": "layer_input", "collapse": "attention_collapse_weights", "mixing": "attention_stream_mixing",
-            "spread": "attention_spread_weights", "collapsed": "attention_collapsed", "norm": "input_layernorm",
-            "output": "self_attn.attention_output", "after": "layer_mid",
+            "before": StreamValues.layer_input.name,
+            "collapse": StreamValues.attention_collapse_weights.name,
+            "mixing": StreamValues.attention_stream_mixing.name,
+            "spread": StreamValues.attention_spread_weights.name,
+            "collapsed": StreamValues.attention_collapsed.name,
+            "norm": "input_layernorm",
+            "output": "self_attn.attention_output",
+            "after": StreamValues.layer_mid.name,
         },
         "mlp": {
-            "before": "layer_mid", "collapse": "mlp_collapse_weights", "mixing": "mlp_stream_mixing",
-            "spread": "mlp_spread_weights", "collapsed": "mlp_collapsed", "norm": "post_attention_layernorm",
-            "output": "mlp.mlp_output", "after": "layer_output",
+            "before": StreamValues.layer_mid.name,
+            "collapse": StreamValues.mlp_collapse_weights.name,
+            "mixing": StreamValues.mlp_stream_mixing.name,
+            "spread": StreamValues.mlp_spread_weights.name,
+            "collapsed": StreamValues.mlp_collapsed.name,
+            "norm": "post_attention_layernorm",
+            "output": "mlp.mlp_output",
+            "after": StreamValues.layer_output.name,
         },
     }
 

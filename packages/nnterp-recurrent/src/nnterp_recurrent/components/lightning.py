@@ -71,26 +71,26 @@ class LightningAttention(TokenPinnedMixer):
     #: the loop a call over a cached state runs: one token at a time
     RECURRENT_KERNEL: ClassVar[str] = "tokens"
     RULE: ClassVar[str | None] = "lightning"
-    #: the forward's bindings each value is read at
+    #: the forward's binding the queries are read at
     QUERIES: ClassVar[str] = "query_states_0"
+    #: the forward's binding the keys are read at
     KEYS: ClassVar[str] = "key_states_0"
+    #: the forward's binding the values are read at
     VALUES: ClassVar[str] = "value_states_0"
     #: ``attn_weights_inter = None``, the first binding: what a call with no cached state starts from
     FRESH_STATE: ClassVar[str] = "attn_weights_inter_0"
     #: ``attn_weights_inter = cache.get_linear_cache(...)``: the cached state a continuing call starts from
     CACHED_STATE: ClassVar[str] = "attn_weights_inter_1"
-    #: the state after each block of the blocks' loop, and after each token of the tokens' loop
+    #: the state after each block of the blocks' loop
     BLOCK_STATE: ClassVar[str] = "attn_weights_inter_3"
+    #: the state after each token of the tokens' loop
     TOKEN_STATE: ClassVar[str] = "attn_weights_inter_4"
     #: ``torch.cat`` of the loops' outputs: every head's output, [batch, heads, seq, head_dim]
     HEAD_OUTPUTS: ClassVar[str] = "attn_output_2"
     #: the call handing the last state to the cache
     HAND_ON: ClassVar[str] = "cache_set_linear_cache_0"
-
-    @classmethod
-    def kernel_names(cls) -> tuple[str, ...]:
-        """None: the recurrence is the forward's own code, with no kernel to route."""
-        return ()
+    #: the recurrence is the forward's own code, with no kernel to route
+    ROUTED_KERNELS = False
 
     @property
     def num_heads(self) -> int:

@@ -27,14 +27,10 @@ def _prompt_state(envoy: Any) -> str:
 class RecurrentMixer(Standard):
     """A sequence mixer with a recurrent state, read at the kernel call its forward makes.
 
-    A subclass names its kernel calls (operations of the forward's
-    ``.source``) and declares its values at ``kernel_at("inputs")`` /
-    ``kernel_at("output")``:
-
-    - ``CHUNK_KERNEL``: the call a prompt runs through.
-    - ``RECURRENT_KERNEL``: the call each decode step of ``generate`` runs through.
-    - ``STATE_OP``: inside the token-by-token kernel, the binding of the state
-      after each token's update; None where the kernels never hold it.
+    A subclass names its kernel calls (``CHUNK_KERNEL`` for a prompt,
+    ``RECURRENT_KERNEL`` for a decode step: operations of the forward's
+    ``.source``) and the state's binding inside them (``STATE_OP``), and
+    declares its values at ``kernel_at("inputs")`` / ``kernel_at("output")``.
 
     ``kernel()`` is the call that fires on this call of the module, decided
     once per call by the forward's own test (``continues``), so the same
@@ -55,9 +51,20 @@ class RecurrentMixer(Standard):
         seen_through(module)
         super()._update(module)
 
+    # each a setting of the mixer kind (``LinearAttention``, ``StateSpace`` ...), set again where a family's forward
+    # calls its kernels otherwise
+
+    #: the call of the forward a prompt runs through (an operation of its ``.source``, dotted where nested): none here
     CHUNK_KERNEL: ClassVar[str] = ""
+    #: the call each decode step of ``generate`` runs through: none here
     RECURRENT_KERNEL: ClassVar[str] = ""
+    #: inside the token-by-token kernel, the binding of the state after each token's update; None (here) where the
+    #: kernels never hold it
     STATE_OP: ClassVar[str | None] = None
+    #: whether the kernel calls are functions of the modeling module that ``route_kernels`` rebinds: True here. A mixer
+    #: whose recurrence is its forward's own code sets False (Lightning's, RG-LRU's): its ``CHUNK_KERNEL`` and
+    #: ``RECURRENT_KERNEL`` then name its two paths, and ``kernel_names`` is empty
+    ROUTED_KERNELS: ClassVar[bool] = True
     #: where the decode kernel is one state update rather than the token loop (Mamba-1): its new state's binding;
     #: the prompt's kernel is then itself the token loop, and each kernel name keeps its own function
     STEP_STATE_OP: ClassVar[str | None] = None
@@ -100,7 +107,9 @@ class RecurrentMixer(Standard):
     @classmethod
     def kernel_names(cls) -> tuple[str, ...]:
         """The modeling module's names the kernel calls go through (the operations without their ``_0``; of a dotted
-        path, ``caller_0.source.kernel_0``, the last operation's)."""
+        path, ``caller_0.source.kernel_0``, the last operation's); none where ``ROUTED_KERNELS`` is False."""
+        if not cls.ROUTED_KERNELS:
+            return ()
         return tuple(dict.fromkeys(_name(op) for op in (cls.CHUNK_KERNEL, cls.RECURRENT_KERNEL) if op))
 
     @classmethod

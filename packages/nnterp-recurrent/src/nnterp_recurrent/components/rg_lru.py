@@ -69,16 +69,14 @@ class RealGatedLRU(TokenPinnedMixer):
     #: a call of several tokens runs its conv from zeros (only a one-token step continues the conv window), so only
     #: one-token calls continue a prompt, though the recurrence itself continues from the module's state
     PROMPT_TAKES_STATE: ClassVar[bool] = False
-    #: the recurrence's module, and its scan's call inside its forward
+    #: the recurrence's module
     LRU: ClassVar[str] = "rg_lru"
+    #: the scan's call inside the recurrence module's forward
     SCAN: ClassVar[str] = "self__rnn_scan_0"
     #: inside the scan's loop, the binding of the state after each token
     STATE_OP: ClassVar[str | None] = "recurrent_states_2"
-
-    @classmethod
-    def kernel_names(cls) -> tuple[str, ...]:
-        """None: the recurrence is the module's own code, with no kernel to route."""
-        return ()
+    #: the recurrence is the module's own code, with no kernel to route
+    ROUTED_KERNELS = False
 
     @property
     def channels(self) -> int:

@@ -84,16 +84,18 @@ class StateSpace(RecurrentMixer):
     CHUNK_STATES: ClassVar[str] = "new_states_0"
     #: inside the decode update's body: the new state as it is copied into the cache's buffer
     UPDATED_STATE: ClassVar[str] = "ssm_states_to_0"
-    #: where each kernel takes each argument: a position, or a keyword
+    #: where the chunk scan takes each argument: a position, or a keyword
     CHUNK_ARGUMENTS: ClassVar[dict[str, int | str]] = {
         "hidden_states": 0, "dt": 1, "A": 2, "B": 3, "C": 4, "dt_bias": "dt_bias", "state": "initial_states",
     }
+    #: where the decode update takes each argument: a position, or a keyword
     RECURRENT_ARGUMENTS: ClassVar[dict[str, int | str]] = {
         "state": 0, "hidden_states": 1, "dt": 2, "A": 3, "B": 4, "C": 5, "dt_bias": "dt_bias",
     }
     #: dt is a softplus, unbounded above
     BETA_RANGE: ClassVar[tuple[float, float]] = (0.0, float("inf"))
-    #: the config field the mixer's chunk size is built from
+    #: the config field the mixer's chunk size is built from: ``chunk_size`` here; Bamba and Granite-MoE-Hybrid set
+    #: ``mamba_chunk_size``
     CHUNK_SIZE_FIELD: ClassVar[str] = "chunk_size"
     RULE: ClassVar[str | None] = "ssd"
 

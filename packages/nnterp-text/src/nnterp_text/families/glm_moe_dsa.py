@@ -19,6 +19,8 @@ class CarryingLayer(Layer):
     """
 
     returns_tuple: ClassVar[bool] = True
+    #: the argument the state comes in as, ``(keyword, position)``: GLM-MoE-DSA's ``prev_topk_indices`` here; a family
+    #: whose block carries another state names its own (ZAYA's router states, Kolibri-1.1's key pool)
     carried: ClassVar[tuple[str, int]] = ("prev_topk_indices", 6)
 
     def carries(self) -> str | None:

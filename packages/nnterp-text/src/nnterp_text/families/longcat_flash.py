@@ -42,7 +42,7 @@ class LongcatFlashLayer(Layer):
     terms of their own.
     """
 
-    norm_readers = {"attention_norm_output": "self_attn.0.input", "mlp_norm_output": "mlp.input"}
+    norm_readers = {Layer.attention_norm_output.name: "self_attn.0.input", Layer.mlp_norm_output.name: "mlp.input"}
 
     attention_norm_output = Layer.attention_norm_output.at("input_layernorm.0.output")
     layer_mid = Layer.layer_mid.at("post_attention_layernorm.0.input")

@@ -45,7 +45,10 @@ class PreLNBertLayer(Layer):
     ``layer_mid`` and ``mlp_norm_output`` to it.
     """
 
-    norm_readers = {"attention_norm_output": "self_attn.self.input", "mlp_norm_output": "mlp.up_proj.input"}
+    norm_readers = {
+        Layer.attention_norm_output.name: "self_attn.self.input",
+        Layer.mlp_norm_output.name: "mlp.up_proj.input",
+    }
 
     attention_norm_output = Layer.attention_norm_output.at("self_attn.LayerNorm.output")
     layer_mid = Layer.layer_mid.at("mlp.input")

@@ -30,7 +30,6 @@ class SinkAttention(Attention):
     ``softmax(cat([scores, sink_logits]))[..., :-1]``.
     """
 
-    #: the softmax ran over one more column than the pattern has: the sink, its last
     sink_column = True
 
     attention_scores = Attention.attention_scores.at(interior("attn_weights_1.output"))

@@ -63,6 +63,8 @@ class Glm4vMerger(Projector):
     after its final norm, so its values are read after ``vision.tower_output``.
     """
 
+    no_selection = DOWNSAMPLED
+
     @EProperty("input", "What the merger is called with: the downsampled tower output", no_images)
     def projector_input(self, value: Tensor) -> DownsampledInput:
         """The convolution's output, ``[image_tokens, out_hidden_size]``: one row per merge block. Assign to replace it."""
@@ -72,10 +74,6 @@ class Glm4vMerger(Projector):
     def projector_output(self, value: Tensor) -> GlmMergerOutput:
         """The projected features, ``[image_tokens, hidden_size]``, in the tower's order."""
         return value
-
-    def selection(self) -> str:
-        """Why ``projector_input`` is no tower stream: the downsampling convolution makes it (``DOWNSAMPLED``)."""
-        return DOWNSAMPLED
 
     @property
     def projector_input_size(self) -> int:

@@ -72,7 +72,7 @@ class InternVLProjector(Projector):
         config = self.root._module.config
         layer = config.vision_feature_layer
         drop = 1 if config.vision_feature_select_strategy == "default" else 0
-        return (Selected("tower_output" if layer == -1 else hidden_state(self.root.vision, layer), drop),)
+        return (Selected(Vision.tower_output.name if layer == -1 else hidden_state(self.root.vision, layer), drop),)
 
     def laid_out(self, selected: Tensor) -> Tensor:
         """The selected rows on their square grid, through the wrapper's own ``pixel_shuffle``, one row per image token."""

@@ -72,6 +72,8 @@ class MoonVitProjector(Projector):
     scatters it, so ``projector_output == vision.image_features``.
     """
 
+    no_selection = POOLED
+
     @EProperty("input", "What the projector is called with: the tower's pooled output", no_images)
     def projector_input(self, value: Tensor) -> PooledInput:
         """The pooled patches, ``[image_tokens, kh * kw, vision_hidden_size]``. Assign to replace it."""
@@ -87,10 +89,6 @@ class MoonVitProjector(Projector):
         return value.unsqueeze(1)
 
     projector_output = projector_output.laid_back()
-
-    def selection(self) -> str:
-        """Why ``projector_input`` is no tower stream: the tower pools its last one by merge kernel (``POOLED``)."""
-        return POOLED
 
     @property
     def projector_input_size(self) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from jaxtyping import Float
 from nnterp.components import Standard
@@ -13,6 +13,7 @@ from torch import Tensor
 
 from ..layouts import IMAGE_TOKENS, IMAGES, PATCHES
 from .availability import no_images
+from .vision import Vision
 
 #: what the projector takes: the host's selection of the tower's stream (its layers concatenated, CLS dropped ...)
 ProjectorInput = Float[Tensor, f"{IMAGES} {PATCHES} projector_input_size"]
@@ -54,8 +55,13 @@ ADAPTED_INPUT = (
 class Projector(Standard):
     """A wrapper's projector: what it is called with and what it returns, before the wrapper scatters it into the tokens."""
 
+    #: why ``projector_input`` is no tower value as it is (the tower's own adapter or merger makes it), which
+    #: ``selection`` says; None (here) where the wrapper selects tower values. Set by such a projector class
+    #: (``AdaptedProjector``, ``FlatProjector``, GLM-4V's and Kimi-K2.5's)
+    no_selection: ClassVar[str | None] = None
+
     def selection(self) -> tuple[Selected, ...] | str:
-        """The tower values ``projector_input`` is, side by side along the width; or why it is no tower value as it is.
+        """The tower values ``projector_input`` is, side by side along the width; or why it is none as it is (``no_selection``).
 
         The wrapper config's ``vision_feature_layer`` (an index of the tower's
         ``hidden_states``, or a list of them concatenated) with its
@@ -66,10 +72,12 @@ class Projector(Standard):
         holds ``projector_input`` equal to it; a family whose wrapper selects
         otherwise overrides this.
         """
+        if self.no_selection is not None:
+            return self.no_selection
         config = self.root._module.config
         layers = getattr(config, "vision_feature_layer", None)
         if layers is None:
-            return (Selected("tower_output"),)
+            return (Selected(Vision.tower_output.name),)
         drop = 1 if getattr(config, "vision_feature_select_strategy", None) == "default" else 0
         layers = [layers] if isinstance(layers, int) else list(layers)
         return tuple(Selected(hidden_state(self.root.vision, layer), drop) for layer in layers)
@@ -103,17 +111,13 @@ class AdaptedProjector(Projector):
     """A projector called per image on what the tower's own adapter returns, ``[images, image tokens, width]``
     (Llama 4's linear: the wrapper flattens its output before the scatter)."""
 
-    def selection(self) -> str:
-        """Why ``projector_input`` is no tower stream: the tower's own adapter makes it (``ADAPTED_INPUT``)."""
-        return ADAPTED_INPUT
+    no_selection = ADAPTED_INPUT
 
 
 class FlatProjector(Projector):
     """A projector called on every image's tokens flat, one row per image token (HyperCLOVA X's after the Qwen merger)."""
 
-    def selection(self) -> str:
-        """Why ``projector_input`` is no tower stream: the tower's own merger makes it (``FLAT_INPUT``)."""
-        return FLAT_INPUT
+    no_selection = FLAT_INPUT
 
     @EProperty("input", "What the projector is called with", no_images)
     def projector_input(self, value: Tensor) -> FlatProjectorInput:

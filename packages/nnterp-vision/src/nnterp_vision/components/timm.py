@@ -217,8 +217,9 @@ class ConvTimmVision(TimmVision):
 
     tower_output = tower_output.laid_back()
 
-    #: where the blocks are: the timm model's stage list, and each stage's block list
+    #: where the blocks are: the timm model's stage list
     STAGES: ClassVar[str] = "stages"
+    #: each stage's block list, or None where a stage is itself the list of its blocks
     STAGE_BLOCKS: ClassVar[str | None] = "blocks"
 
     @property

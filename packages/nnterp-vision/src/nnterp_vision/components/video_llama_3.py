@@ -47,5 +47,6 @@ class VideoLlama3Projector(Glm4vMerger):
     """
 
     projector_input_size = Projector.projector_input_size
-    #: the tower's last_hidden_state (tower_output at an image's merge size of 1), as its config names no layer
-    selection = Projector.selection
+    #: the tower's last_hidden_state (tower_output at an image's merge size of 1), as its config names no layer:
+    #: ``Projector``'s selection, not GLM-4V's downsampled input
+    no_selection = None

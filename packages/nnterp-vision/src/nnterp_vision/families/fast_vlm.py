@@ -21,7 +21,7 @@ from timm.models.fastvit import AttentionBlock, RepMixerBlock
 from transformers.models.fast_vlm.modeling_fast_vlm import FastVlmModel
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
 
-from ..components import ImageScatter, Projector
+from ..components import ImageScatter, Projector, Vision
 from ..components.projector import Selected
 from ..components.timm import ConvBlock, ConvTimmVision
 from ..tiny.fast_vlm import TINY
@@ -40,7 +40,7 @@ class FastVlmProjector(Projector):
 
     def selection(self) -> tuple[Selected, ...]:
         """``tower_output``: the last feature map, ``[images, rows * columns, channels]``."""
-        return (Selected("tower_output"),)
+        return (Selected(Vision.tower_output.name),)
 
 
 class FastVitBlock(ConvBlock):

@@ -22,7 +22,7 @@ from timm.layers import AttentionRope, Mlp
 from transformers.models.perception_lm.modeling_perception_lm import PerceptionLMModel
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
 
-from ..components import ImageScatter, Projector, VisionLayer
+from ..components import ImageScatter, Projector, Vision, VisionLayer
 from ..components.projector import Selected
 from ..components.timm import TimmAttention, TimmMlp, TimmVision
 from ..family import VisionFamily
@@ -34,7 +34,7 @@ class PerceptionLMProjector(Projector):
 
     def selection(self) -> tuple[Selected, ...]:
         """``tower_output``, its first row dropped under ``vision_use_cls_token``."""
-        return (Selected("tower_output", 1 if self.root._module.config.vision_use_cls_token else 0),)
+        return (Selected(Vision.tower_output.name, 1 if self.root._module.config.vision_use_cls_token else 0),)
 
 
 FAMILY = VisionFamily(
