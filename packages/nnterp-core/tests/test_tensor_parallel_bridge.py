@@ -4,22 +4,35 @@ import nnterp  # noqa: F401 - nnsight before transformers.models
 import torch
 
 from nnterp import _tensor_parallel
+from nnterp._patches import release
+
+
+class _Model:
+    """A stand-in for the sharded model the bridge is held for."""
 
 
 def test_bridge_puts_the_plan_matcher_where_nnsight_imports_it():
-    _tensor_parallel.bridge()
-    from transformers.distributed.tensor_parallel import _get_parameter_plan
+    model = _Model()
+    _tensor_parallel.bridge(model)
+    try:
+        from transformers.distributed.tensor_parallel import _get_parameter_plan
 
-    assert _get_parameter_plan("model.layers.3.self_attn.q_proj", {"model.layers.*.self_attn.q_proj": "colwise"}, is_weight=False) == "colwise"
+        plan = {"model.layers.*.self_attn.q_proj": "colwise"}
+        assert _get_parameter_plan("model.layers.3.self_attn.q_proj", plan, is_weight=False) == "colwise"
+    finally:
+        release(model)
 
 
-def test_bridge_is_applied_once():
+def test_bridge_is_held_once_per_model():
     import nnsight.intervention.backward as backward
 
-    _tensor_parallel.bridge()
+    model = _Model()
+    _tensor_parallel.bridge(model)
     first = backward._grad_property
-    _tensor_parallel.bridge()
-    assert backward._grad_property is first and first._nnterp_bridged
+    _tensor_parallel.bridge(model)
+    assert backward._grad_property is first
+    release(model)
+    assert backward._grad_property is not first
 
 
 def test_a_tp_plan_load_counts_as_sharded():
@@ -31,12 +44,15 @@ def test_backward_grad_outside_the_block_reads_torchs_attribute():
     # code outside the block's own mediators (transformers' gradient hooks) reads torch's .grad
     import nnsight.intervention.backward as backward
 
-    _tensor_parallel.bridge()
-
     class Session:
         mediators: list = []
 
-    served = backward._grad_property(Session(), set(), [])
+    model = _Model()
+    _tensor_parallel.bridge(model)
+    try:
+        served = backward._grad_property(Session(), set(), [])
+    finally:
+        release(model)
     weight = torch.nn.Parameter(torch.ones(2))
     weight.grad = torch.full((2,), 3.0)
     assert torch.equal(served.fget(weight), torch.full((2,), 3.0))

@@ -166,11 +166,14 @@ def test_the_barrier_form_patches_across_invokes(model):
 
 @pytest.mark.parametrize("bridged", [False, True], ids=["plain", "tensor-parallel bridge installed"])
 def test_gradients_read_in_forward_order_say_backward_order_and_name_both(model, bridged):
-    if bridged:
-        # its Tensor.grad getter (argument `tensor`) is the innermost frame: the names are still the user's
-        from nnterp._tensor_parallel import bridge
+    from nnterp._patches.nnsight import BACKWARD_GRAD_FOR_BLOCKS
 
-        bridge()
+    # bridged, its Tensor.grad getter (argument `tensor`) is the innermost frame: the names are still the user's
+    with BACKWARD_GRAD_FOR_BLOCKS if bridged else contextlib.nullcontext():
+        _gradients_read_in_forward_order(model)
+
+
+def _gradients_read_in_forward_order(model):
     with pytest.raises(GradientOrder) as raised:
         with model.trace(PROMPT):
             early = model.layers[0].layer_output

@@ -46,34 +46,3 @@ def restore(saved: list[tuple[Any, dict]] | None) -> None:
         vars(layer).clear()
         vars(layer).update(state)
 
-
-def bridge() -> None:
-    """Close a gap between nnsight 0.8.1 and transformers 5.24's cache keyword (``StandardizedTransformer`` calls it; idempotent).
-
-    nnsight gives a call of token ids without a mask a mask of ones over its
-    own tokens, except beside a cache, which the mask would have to cover too
-    (the model builds that one itself); it knows a cache only by the name
-    ``past_key_values``. transformers 5.24 takes the cache as ``cache=``, so a
-    call continuing one that way got a mask over its new tokens alone, and
-    the model attended as though the cached tokens were padding. The cache is
-    recognised under every spelling. Upstream fix: the same test in
-    ``nnsight.modeling.processing.encode_pretokenized``.
-    """
-    import nnsight.modeling.processing as processing
-
-    encode = processing.encode_pretokenized
-    if getattr(encode, "_nnterp_bridged", False):
-        return
-
-    def bridged(encoding: dict) -> tuple:
-        cache = given_cache(encoding)
-        if cache is None or encoding.get("past_key_values") is not None:
-            return encode(encoding)
-        # the name nnsight knows, for its test alone: the forward keeps the keyword the call used
-        rows, forward = encode({**encoding, "past_key_values": cache})
-        forward.pop("past_key_values", None)
-        return rows, forward
-
-    bridged._nnterp_bridged = True  # type: ignore[attr-defined]
-    processing.encode_pretokenized = bridged
-

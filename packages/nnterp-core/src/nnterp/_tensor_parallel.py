@@ -18,8 +18,8 @@ written back as this rank's piece:
 
 Every rank runs the same intervention code, so every rank reaches the same
 collective with the same decision (it is made from sizes, never from values).
-``bridge`` is what nnsight 0.8.1 lacks against transformers 5.23; see
-docs/compatibility.md.
+``bridge`` holds, for the life of a sharded model, the patches nnsight 0.8.1
+lacks against transformers 5.23 (``nnterp._patches``); see docs/compatibility.md.
 """
 
 from __future__ import annotations
@@ -31,58 +31,21 @@ import torch
 from . import layouts
 
 
-def bridge() -> None:
-    """Close the two gaps between nnsight 0.8.1's tensor parallelism and transformers 5.23; once, before a sharded model is wrapped.
+def bridge(model: Any) -> None:
+    """Close the two gaps between nnsight 0.8.1's tensor parallelism and transformers 5.23 for the life of ``model``.
 
-    - nnsight imports ``_get_parameter_plan`` from
-      ``transformers.distributed.tensor_parallel``; 5.23 keeps it in
-      ``transformers.distributed.parallel_utils``: re-exported where nnsight
-      looks (a release that has it there is left alone).
-    - inside ``with metric.backward():`` nnsight's ``Tensor.grad`` serves every
-      caller's read, including the hook transformers puts on a replicated
-      norm's weight (``replicated_with_grad_allreduce``: Qwen3-Next's q/k
-      norms), which then waits for a gradient no block asked for and the
-      backward fails out of order. Reads from outside the block's own code are
-      answered by torch.
+    Installs ``nnterp._patches.transformers.PARAMETER_PLAN`` (``_get_parameter_plan``
+    where nnsight imports it) and ``nnterp._patches.nnsight.BACKWARD_GRAD_FOR_BLOCKS``
+    (inside ``with metric.backward():``, nnsight's ``Tensor.grad`` for the
+    block's reads alone) when a sharded model is built, before nnsight wraps
+    it; they stay installed while the model lives (every trace of it needs
+    them) and are undone when it is collected, or by ``nnterp._patches.release(model)``.
     """
-    import nnsight.intervention.backward as backward
-    import transformers.distributed.tensor_parallel as tensor_parallel
+    from ._patches import hold
+    from ._patches.nnsight import BACKWARD_GRAD_FOR_BLOCKS
+    from ._patches.transformers import PARAMETER_PLAN
 
-    if not hasattr(tensor_parallel, "_get_parameter_plan"):
-        from transformers.distributed.parallel_utils import _get_parameter_plan
-
-        tensor_parallel._get_parameter_plan = _get_parameter_plan
-    if not getattr(backward._grad_property, "_nnterp_bridged", False):
-        backward._grad_property = _block_reads_only(backward._grad_property)
-
-
-def _block_reads_only(grad_property: Any) -> Any:
-    """nnsight's backward ``Tensor.grad``, for reads from an intervention block alone; torch's for any other code."""
-    from greenlet import getcurrent
-
-    native = torch.Tensor.grad
-
-    def bridged(interleaver: Any, *args: Any) -> property:
-        served = grad_property(interleaver, *args)
-
-        def from_block() -> bool:
-            # the backward runs inside the forward's worker: only this session's own mediators are the block
-            mediator = getattr(getcurrent(), "mediator", None)
-            return mediator is not None and mediator() in interleaver.mediators
-
-        def getter(tensor: torch.Tensor) -> Any:
-            return served.fget(tensor) if from_block() else native.__get__(tensor)
-
-        def setter(tensor: torch.Tensor, value: Any) -> None:
-            if from_block():
-                served.fset(tensor, value)
-            else:
-                native.__set__(tensor, value)
-
-        return property(getter, setter)
-
-    bridged._nnterp_bridged = True
-    return bridged
+    hold(model, PARAMETER_PLAN, BACKWARD_GRAD_FOR_BLOCKS)
 
 
 def wanted(model: Any, load_kwargs: dict) -> bool:

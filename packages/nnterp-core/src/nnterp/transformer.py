@@ -13,12 +13,11 @@ from torch import Tensor
 
 from . import _pitfalls as pitfalls
 from . import _tensor_parallel as tensor_parallel
-from ._aliasing import aliasing_kept
-from ._cache import bridge as cache_bridge
 from ._cache import given_cache, restore, snapshot
 from ._gradients import GUARD as GRAD_GUARD
 from ._invokes import continues_a_cache, in_model_dtype, padded_processor_invoke
 from ._loading import check_checkpoint, device_map_checked
+from ._patches.nnsight import ALIASING, CACHE_KEYWORD
 from ._prompts import check_invokes, check_tokens
 from ._writes import Call
 from .components.blocks import Blocks
@@ -43,7 +42,7 @@ _PREPROCESSOR_FLAGS = {
 }
 
 
-def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict) -> dict:
+def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict, holder: Any = None) -> dict:
     """``envoys`` plus nnsight's tensor-parallel envoys when this load shards the model (``distributed_config=``, ``tp_plan=``).
 
     nnsight puts its ``TPEnvoy`` (whole tensors from a sharded linear called ad
@@ -51,13 +50,14 @@ def with_tensor_parallel(envoys: dict, model: Any, load_kwargs: dict) -> dict:
     of its own; every nnterp load passes the family's, so they are merged here.
     They are keyed by module type and the family's by path, so neither hides
     the other. nnsight's tensor-parallel code is bridged to this transformers
-    first (``nnterp._tensor_parallel.bridge``).
+    for the life of ``holder``, the model being built (``nnterp._tensor_parallel.bridge``).
     """
     from nnsight.modeling.tp.envoys import tp_envoys
 
     if not tensor_parallel.wanted(model, load_kwargs):
         return envoys
-    tensor_parallel.bridge()
+    if holder is not None:
+        tensor_parallel.bridge(holder)
     return {**tp_envoys(), **envoys}
 
 
@@ -127,9 +127,8 @@ class StandardizedTransformer(TransformersModel):
         envoys = {**(envoys or {}), **{key: value for key, value in family.envoys.items() if key not in (envoys or {})}}
         # block lists index as lists do, out of range an IndexError with the count
         envoys.setdefault("layers", Blocks)
-        envoys = with_tensor_parallel(envoys, model, kwargs)
-        cache_bridge()
-        with aliasing_kept(), device_map_checked(kwargs):
+        envoys = with_tensor_parallel(envoys, model, kwargs, holder=self)
+        with ALIASING, device_map_checked(kwargs):
             super().__init__(model, *args, task=task, rename=rename, envoys=envoys, **kwargs)
         family.built(self)
         missing = [name for name in family.root_names if name not in self.__dict__]
@@ -196,7 +195,8 @@ class StandardizedTransformer(TransformersModel):
         invokes = [padded_processor_invoke(self, inputs, kwargs, generating) for inputs, kwargs in invokes]
         # nnsight numbers a left-padded row's tokens from 0; a family whose model
         # counts positions otherwise (RoBERTa from padding_idx + 1) says how to map them
-        args, kwargs = super()._batch(invokes, fn)
+        with CACHE_KEYWORD:  # nnsight's encode_pretokenized knows the cache under transformers' cache= too
+            args, kwargs = super()._batch(invokes, fn)
         check_tokens(self, args, kwargs, prompts)
         # straight into the instance's dict: plain values, which Envoy.__setattr__ would only hand on there (once a trace)
         self.__dict__["_nnterp_call"] = Call.of(args, kwargs, generating)

@@ -9,9 +9,10 @@ cannot drill into a call of a module (``.source`` raises
 lost. ``see_through`` binds each such name of a modeling module back to the
 function its ``Func`` calls, before nnsight instruments the forward that
 calls it: the same function runs, and the values inside it are reachable.
-``restore`` undoes it. A layer that ``kernelize`` gave a hub kernel runs
-other code than transformers' torch function, so ``hub_kernel_in`` names it
-and the mixer refuses the load.
+``restore`` undoes it (both live in ``nnterp_recurrent._patches``, with the
+package's other patch of transformers). A layer that ``kernelize`` gave a hub
+kernel runs other code than transformers' torch function, so
+``hub_kernel_in`` names it and the mixer refuses the load.
 
 Deleted by an upstream change in either library: ``kernels`` keeping the
 function itself at the module's name (wrapping it only when ``kernelize``
@@ -21,47 +22,16 @@ the call site.
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
-
 import torch
 
-#: the closure cell of the ``kernels`` library's function module (``Func.forward``) holding the function it stands for
-HUB_FUNCTION = "func"
-#: each name ``see_through`` rebound, with the function module it held: what ``restore`` binds back
-SEEN_THROUGH: dict[tuple[str, str], tuple[ModuleType, Any]] = {}
+from ._patches import SEEN_THROUGH as SEEN_THROUGH  # the patch itself: nnterp_recurrent._patches
+from ._patches import restore as restore
+from ._patches import see_through as see_through
+from ._patches import stands_for as stands_for
 
 
 class HubKernelInUse(RuntimeError):
     """A recurrent mixer's layer runs a hub kernel ``kernelize`` chose, not the function transformers wrote."""
-
-
-def stands_for(found: Any) -> Any:
-    """The function a ``kernels`` function module calls (``Func.forward``'s ``func``); None for anything else."""
-    forward = getattr(type(found), "forward", None)
-    code = getattr(forward, "__code__", None)
-    if isinstance(found, torch.nn.Module) and code is not None and HUB_FUNCTION in code.co_freevars:
-        return forward.__closure__[code.co_freevars.index(HUB_FUNCTION)].cell_contents
-    return None
-
-
-def see_through(module: ModuleType) -> list[str]:
-    """Bind each name of ``module`` that holds a ``kernels`` function module to the function it calls; the names rebound."""
-    rebound = []
-    for name, found in list(vars(module).items()):
-        function = stands_for(found)
-        if function is not None:
-            SEEN_THROUGH.setdefault((module.__name__, name), (module, found))
-            setattr(module, name, function)
-            rebound.append(name)
-    return rebound
-
-
-def restore() -> None:
-    """Bind every name ``see_through`` rebound back to its ``kernels`` function module."""
-    for (_, name), (module, found) in list(SEEN_THROUGH.items()):
-        setattr(module, name, found)
-    SEEN_THROUGH.clear()
 
 
 def hub_kernel_in(layer: torch.nn.Module) -> str | None:

@@ -10,6 +10,8 @@ after every token, so routing is the user's choice, like eager attention.
 Routing sets what the dispatcher calls (its ``implementation`` cell), not the
 module's name: a forward nnsight has already instrumented runs on a copy of
 the module's globals, but shares the dispatcher, so the routing reaches it too.
+The patch itself, and what undoes it, is ``nnterp_recurrent._patches``
+(``bind``, ``unbind``); ``"default"`` puts back exactly what was replaced.
 """
 
 from __future__ import annotations
@@ -20,13 +22,11 @@ from typing import Any
 
 from nnterp.family import Family
 
-from .hub_kernels import stands_for
+from ._patches import bind, unbind
+from ._patches import calls as calls  # what a mixer asks of its dispatchers (components.mixer)
+from ._patches import dispatcher as dispatcher
 
-#: what each dispatcher called at import, by (modeling module, name)
-ORIGINALS: dict[tuple[str, str], Any] = {}
 MODES = ("torch", "default")
-#: the closure cell a transformers kernel dispatcher calls
-IMPLEMENTATION = "implementation"
 
 
 def modeling_modules(family: Any) -> list[ModuleType]:
@@ -57,40 +57,6 @@ def mixer_classes(family: Family) -> list[type]:
     return found
 
 
-def dispatcher(found: Any) -> Any:
-    """The transformers dispatcher behind a kernel name of a modeling module: itself, or the function a ``kernels``
-    function module calls (where ``hub_kernels.see_through`` has not rebound the name yet)."""
-    return stands_for(found) or found
-
-
-def _cell(found: Any) -> Any:
-    dispatcher_ = dispatcher(found)
-    code = getattr(dispatcher_, "__code__", None)
-    if code is None or IMPLEMENTATION not in code.co_freevars:
-        raise TypeError(
-            f"{getattr(dispatcher_, '__qualname__', dispatcher_)!r} is not a transformers kernel dispatcher "
-            f"(no {IMPLEMENTATION!r} it calls); this transformers release routes kernels another way"
-        )
-    return dispatcher_.__closure__[code.co_freevars.index(IMPLEMENTATION)]
-
-
-def calls(module: ModuleType, name: str) -> Any:
-    """The function the dispatcher ``module.name`` calls now."""
-    return _cell(getattr(module, name)).cell_contents
-
-
-def original(module: ModuleType, name: str) -> Any:
-    """What the dispatcher ``module.name`` called before any routing."""
-    return ORIGINALS.setdefault((module.__name__, name), calls(module, name))
-
-
-def bind(module: ModuleType, bindings: dict[str, Any]) -> None:
-    """Make each dispatcher ``module.name`` call ``function``, remembering what it called at import."""
-    for name, function in bindings.items():
-        original(module, name)
-        _cell(getattr(module, name)).cell_contents = function
-
-
 def route_kernels(family: Any, mode: str) -> None:
     """Bind a family's recurrent kernels, process-wide: ``"torch"`` for the pure-torch ones, ``"default"`` to restore.
 
@@ -118,7 +84,7 @@ def route_module(module: ModuleType, cls: type, mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(map(repr, MODES))}")
     if mode == "default":
-        bind(module, {name: original(module, name) for name in cls.kernel_names()})
+        unbind(module, cls.kernel_names())
     else:
         bind(module, cls.torch_kernels(module))
 

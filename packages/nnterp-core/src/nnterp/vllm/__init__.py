@@ -151,9 +151,9 @@ class StandardizedVLLM(VLLM):
             raise ours from error
 
     def _load_meta(self, repo_id: str, **kwargs: Any) -> Any:
-        from ._cpu import meta_tree_unprocessed
+        from .._patches.vllm import META_TREE_UNPROCESSED
 
-        with meta_tree_unprocessed():
+        with META_TREE_UNPROCESSED:
             return super()._load_meta(repo_id, **kwargs)
 
     @property

@@ -10,15 +10,12 @@ the family the client loaded (``additional_config["nnterp_family"]``).
 
 Delete ``NNterpCPUWorker`` when nnsight ships a CPU worker, ``runner_class``'s
 ``load_model`` when its runner takes the model class from the engine config
-(vLLM's GPU worker takes the same override, ``NNterpGPUWorker``), and
-``meta_tree_unprocessed`` when nnsight's ``VLLM._load_meta`` skips vLLM's
-``process_weights_after_loading`` for the meta tree it builds.
+(vLLM's GPU worker takes the same override, ``NNterpGPUWorker``). The patch
+of vLLM's weight processing for the meta tree is ``nnterp._patches.vllm``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -55,24 +52,6 @@ def standardized_tree(runner: Any) -> None:
     runner.nnsight_model = model
     runner.nnsight_requests = Requests()
     runner.nnsight_persistent_objects = model._remoteable_persistent_objects()
-
-
-@contextmanager
-def meta_tree_unprocessed() -> Iterator[None]:
-    """While nnsight builds the client's meta tree: vLLM's weight processing after loading does nothing.
-
-    The tree is read for its structure only, and vLLM's CPU mixture prepacks its
-    expert weights there (``_C::prepack_moe_weight``), which no meta tensor can
-    run: a mixture of experts cannot be built otherwise. Undone on exit.
-    """
-    from vllm.model_executor.model_loader import base_loader
-
-    real = base_loader.process_weights_after_loading
-    base_loader.process_weights_after_loading = lambda *args, **kwargs: None
-    try:
-        yield
-    finally:
-        base_loader.process_weights_after_loading = real
 
 
 @lru_cache(maxsize=None)

@@ -14,7 +14,6 @@ already under the standard names (``input_layernorm``, ``self_attn`` with
 ``image_token_index``).
 """
 
-from transformers.models.llama4 import modeling_llama4
 from transformers.models.llama4.modeling_llama4 import (
     Llama4MultiModalProjector,
     Llama4VisionAttention,
@@ -28,31 +27,6 @@ from ..components.llama4 import Llama4Vision
 from ..components.projector import AdaptedProjector
 from ..family import VisionFamily
 from ..tiny.llama4 import TINY
-
-
-
-class _TextOutput(modeling_llama4.MoeCausalLMOutputWithPast):
-    """The Llama 4 text model's output, with the ``image_outputs`` its wrapper reads off it (None: the text model runs no tower)."""
-
-    image_outputs = None
-
-
-def bridge() -> None:
-    """Close a gap in transformers 5.24's Llama 4; once, on import.
-
-    ``Llama4ForConditionalGeneration.forward`` ends by reading
-    ``outputs.image_outputs`` off its language model's output, a
-    ``MoeCausalLMOutputWithPast``, which has no such field: every forward that
-    returns a dict (a trace, ``generate``) raises ``AttributeError``. The text
-    model's output, in Llama 4's module alone, is given the attribute, None, so
-    the wrapper's ``image_outputs`` is None (5.23's ``image_hidden_states`` was
-    the tower's features; nnterp reads neither). Upstream fix: pass
-    ``image_outputs=mm_encoder_outputs.get("image")`` instead.
-    """
-    modeling_llama4.MoeCausalLMOutputWithPast = _TextOutput
-
-
-bridge()
 
 FAMILY = VisionFamily(
     name="llama4",
