@@ -220,7 +220,7 @@ def _code(text: str) -> str:
 
 
 def _text(reason: str) -> str:
-    from .report import _text as escaped
+    from .report_render import table_text as escaped
 
     return escaped(reason)
 
