@@ -1,7 +1,17 @@
-"""The ``model`` a vision family's test file reads outside its test classes: each checkpoint its classes name."""
+"""The ``model`` a vision family's test file reads outside its test classes: each checkpoint its classes name.
+
+Puts this folder on ``sys.path`` for ``vision_harness``, the tests' own base and breaks (pytest imports test files
+with ``--import-mode=importlib``, which adds no folder to the path).
+"""
+
+import sys
+from pathlib import Path
 
 import pytest
-from nnterp_vision.testing import VisionFamilyTests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from vision_harness import VisionFamilyTests  # noqa: E402 - importable once the folder is on the path
 
 
 def checkpoints_tested(module) -> list[str]:

@@ -4,7 +4,7 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_text.families.aria_text import AriaMoe
 from nnterp_vision.components import Projector, Vision
-from nnterp_vision.testing import VisionFamilyTests, WrongContribution
+from vision_harness import VisionFamilyTests, WrongContribution
 from nnterp_vision.tiny.aria import QUERIES
 from transformers.models.idefics3.modeling_idefics3 import Idefics3VisionAttention
 

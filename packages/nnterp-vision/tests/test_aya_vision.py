@@ -6,7 +6,7 @@ import torch
 from nnterp import ParallelLayer
 from nnterp_vision.components.pixel_shuffle import PixelShuffleProjector
 from nnterp_vision.components.siglip import SiglipVision
-from nnterp_vision.testing import VisionFamilyTests, read, shuffled_squares, tower_breaks, transposed_squares, unembedded
+from vision_harness import VisionFamilyTests, read, shuffled_squares, tower_breaks, transposed_squares, unembedded
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 #: each checkpoint's image placeholder

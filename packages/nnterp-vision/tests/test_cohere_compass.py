@@ -8,7 +8,7 @@ from nnterp_conformance.checks import verdict
 from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
 from nnterp_vision.families import cohere_compass
-from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests, read
+from vision_harness import QwenWrongContribution, VisionFamilyTests, read
 from transformers.models.cohere_compass.modeling_cohere_compass import CohereCompassVisionAttention
 
 PROMPT = "<|IMAGE_PAD|>Hello world"

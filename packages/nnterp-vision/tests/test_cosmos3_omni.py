@@ -4,7 +4,7 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import ImageScatter
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, VisionFamilyTests, assert_tree
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, VisionFamilyTests, assert_tree
 from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionModel
 
 PROMPT = "<|image_pad|>Hello world"

@@ -7,8 +7,8 @@ from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
 from nnterp_vision.components.janus import JanusVision
 from nnterp_vision.families import janus
-from nnterp_vision.testing import VisionFamilyTests, aligner_misread, assert_mixed_invoke_scatters, assert_tiny_vit
-from nnterp_vision.testing import read, tower_breaks
+from vision_harness import VisionFamilyTests, aligner_misread, assert_mixed_invoke_scatters, assert_tiny_vit
+from vision_harness import read, tower_breaks
 from transformers.models.janus.modeling_janus import JanusVisionAttention, JanusVisionModel
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 

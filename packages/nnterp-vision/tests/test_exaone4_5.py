@@ -4,7 +4,7 @@ import torch
 from nnterp import PostNormAttention
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.qwen import QwenMerger, QwenVision
-from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests
+from vision_harness import QwenWrongContribution, VisionFamilyTests
 from transformers.models.exaone4_5.modeling_exaone4_5 import Exaone4_5_VisionAttention
 
 PROMPT = "<|image_pad|>Hello world"

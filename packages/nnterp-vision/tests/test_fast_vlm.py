@@ -5,7 +5,7 @@ import torch
 from nnterp import Unavailable
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.timm import CONV_SIZES, ConvTimmVision
-from nnterp_vision.testing import VisionFamilyTests, features_at, features_returned, read
+from vision_harness import VisionFamilyTests, features_at, features_returned, read
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
 
 #: the checks that read block values: they skip on FastViT, saying why

@@ -3,7 +3,7 @@
 import torch
 from nnterp_vision.components.siglip import SiglipVision
 from nnterp_vision.families import gemma3
-from nnterp_vision.testing import VisionFamilyTests, WrongContribution, features_at, read
+from vision_harness import VisionFamilyTests, WrongContribution, features_at, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 PROMPT = "<start_of_image>Hello world"

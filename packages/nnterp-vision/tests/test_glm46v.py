@@ -6,7 +6,7 @@ from nnterp import Moe, Unavailable
 from nnterp_vision.components.glm4v import Glm4vMerger, Glm4vVision
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.families import glm46v, glm46v_moe
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, read
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, read
 from transformers.models.glm4v.modeling_glm4v import Glm4vVisionAttention
 from transformers.models.glm4v_moe.modeling_glm4v_moe import Glm4vMoeVisionAttention
 

@@ -11,7 +11,7 @@ from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components.glm4v import Glm4vMerger, Glm4vVision
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.families import glm4v_moe
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_tree, read
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_tree, read
 from transformers.models.glm4v.modeling_glm4v import Glm4vVisionAttention, Glm4vVisionModel
 from transformers.models.glm4v_moe.modeling_glm4v_moe import Glm4vMoeTextMoE, Glm4vMoeVisionAttention
 

@@ -8,8 +8,8 @@ from nnterp_vision.components.glm4v import Glm4vMerger, Glm4vVision
 from nnterp_vision.components.glm_ocr import GlmOcrVision
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.families import glm_ocr
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
-from nnterp_vision.testing import assert_merge_blocks_are_tokens
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
+from vision_harness import assert_merge_blocks_are_tokens
 from transformers.models.glm_ocr.modeling_glm_ocr import GlmOcrVisionAttention, GlmOcrVisionModel
 
 PROMPT = "<|image|>Hello world"

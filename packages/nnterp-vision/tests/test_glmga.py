@@ -5,8 +5,8 @@ from nnterp import Unavailable
 from nnterp_vision.components.glm4v import Glm4vMerger, Glm4vVision
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.families import glmga
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
-from nnterp_vision.testing import assert_merge_blocks_are_tokens, assert_tree
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
+from vision_harness import assert_merge_blocks_are_tokens, assert_tree
 from transformers.models.glm46v.modeling_glm46v import Glm46VForConditionalGeneration
 from transformers.models.glm4v.modeling_glm4v import Glm4vVisionAttention
 

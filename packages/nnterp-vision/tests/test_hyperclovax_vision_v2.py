@@ -4,7 +4,7 @@ import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.projector import FlatProjector
 from nnterp_vision.components.qwen import QwenVision
-from nnterp_vision.testing import VisionFamilyTests, read
+from vision_harness import VisionFamilyTests, read
 from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionTransformerPretrainedModel
 
 PROMPT = "<|image_pad|>Hello world"

@@ -6,8 +6,8 @@ from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
 from nnterp_vision.components.idefics2 import PerceiverConnector
 from nnterp_vision.components.idefics3 import MergerScatter
-from nnterp_vision.testing import assert_mixed_invoke_scatters, PatternAtScores, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import assert_tiny_vit, features_at, read
+from vision_harness import assert_mixed_invoke_scatters, PatternAtScores, VisionFamilyTests, WrongContribution
+from vision_harness import assert_tiny_vit, features_at, read
 from transformers.models.idefics2.modeling_idefics2 import Idefics2VisionAttention, Idefics2VisionTransformer
 
 PROMPT = "<image>Hello world"

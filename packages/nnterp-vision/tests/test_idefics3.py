@@ -5,7 +5,7 @@ import torch
 from nnterp_vision.components import ImageScatter, Vision
 from nnterp_vision.components.idefics3 import MergerScatter
 from nnterp_vision.families import idefics3, smolvlm
-from nnterp_vision.testing import VisionFamilyTests, assert_tiny_vit, features_at, features_returned, read
+from vision_harness import VisionFamilyTests, assert_tiny_vit, features_at, features_returned, read
 from transformers.models.idefics3.modeling_idefics3 import Idefics3VisionTransformer
 from transformers.models.smolvlm.modeling_smolvlm import SmolVLMVisionTransformer
 

@@ -6,8 +6,8 @@ from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import VisionAttention, VisionMlp
 from nnterp_vision.components.internvl import InternVision, LayerScaledAttention, LayerScaledMlp
 from nnterp_vision.families import qianfan_ocr
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import assert_tree, features_at, features_returned, layer_scaled, read, shuffled_squares
+from vision_harness import PatternAtScores, VisionFamilyTests, WrongContribution
+from vision_harness import assert_tree, features_at, features_returned, layer_scaled, read, shuffled_squares
 from transformers.models.internvl.modeling_internvl import InternVLVisionAttention, InternVLVisionModel
 from transformers.models.qianfan_ocr.modeling_qianfan_ocr import QianfanOCRVisionAttention, QianfanOCRVisionMLP
 

@@ -7,7 +7,7 @@ from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.kimi_k25 import MoonVit, MoonVitAttention, MoonVitProjector
 from nnterp_vision.components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
 from nnterp_vision.families import kimi_k25
-from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests, read
+from vision_harness import QwenWrongContribution, VisionFamilyTests, read
 from transformers.models.kimi_k25.modeling_kimi_k25 import Kimi_K25VisionAttention
 
 PROMPT = "<|media_pad|>Hello world"

@@ -2,8 +2,8 @@
 
 import torch
 from nnterp_vision.components.pixtral import PatchMergerProjector, PixtralVision
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, assert_one_packed_row
-from nnterp_vision.testing import assert_packed_apart, assert_tiny_pixtral, features_at, features_returned, packed_pair
+from vision_harness import PatternAtScores, VisionFamilyTests, WrongContribution, assert_one_packed_row
+from vision_harness import assert_packed_apart, assert_tiny_pixtral, features_at, features_returned, packed_pair
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
 
 PROMPT = "<|image_pad|>Hello world"

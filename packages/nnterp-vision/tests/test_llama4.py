@@ -8,7 +8,7 @@ from nnterp_text.families.llama4_text import Llama4Moe
 from nnterp_vision.components.llama4 import Llama4Vision
 from nnterp_vision.components.projector import AdaptedProjector
 from nnterp_vision.families import llama4
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, read
+from vision_harness import PatternAtScores, VisionFamilyTests, WrongContribution, read
 from transformers.models.llama4.modeling_llama4 import Llama4VisionAttention
 
 PROMPT = "<|image|>Hello world"

@@ -9,9 +9,9 @@ from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components import Vision
 from nnterp_vision.families import llava
-from nnterp_vision.testing import MIXED, PatternAtScores, QueriesKeysSwapped, ValuesAsKeys, VisionFamilyTests, WrongContribution
-from nnterp_vision.testing import assert_no_processor
-from nnterp_vision.testing import assert_tiny_vit, features_at, features_returned, mixed_invoke, read
+from vision_harness import MIXED, PatternAtScores, QueriesKeysSwapped, ValuesAsKeys, VisionFamilyTests, WrongContribution
+from vision_harness import assert_no_processor
+from vision_harness import assert_tiny_vit, features_at, features_returned, mixed_invoke, read
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"

@@ -8,8 +8,8 @@ import pytest
 import torch
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components import Vision
-from nnterp_vision.testing import ANYRES_BASE, ANYRES_CROPS, ANYRES_MISREAD, ANYRES_TOKENS, VisionFamilyTests, tower_breaks, unpacked_features
-from nnterp_vision.testing import assert_anyres_packed, assert_no_processor, assert_tiny_vit, read
+from vision_harness import ANYRES_BASE, ANYRES_CROPS, ANYRES_MISREAD, ANYRES_TOKENS, VisionFamilyTests, tower_breaks, unpacked_features
+from vision_harness import assert_anyres_packed, assert_no_processor, assert_tiny_vit, read
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 

@@ -11,7 +11,7 @@ from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.projector import Selected
 from nnterp_vision.components.qwen import QwenVision
 from nnterp_vision.components.qwen3 import Qwen3Merger
-from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests
+from vision_harness import QwenWrongContribution, VisionFamilyTests
 from transformers.models.llava_onevision1_5.modeling_llava_onevision1_5 import (
     LlavaOnevision15VisionAttention,
     LlavaOnevision15VisionPatchMerger,

@@ -7,8 +7,8 @@ from nnterp_conformance.checks import verdict
 from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components.pixtral import PackedProjector, PixtralVision
 from nnterp_vision.families import llava, llava_pixtral
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, assert_packed_apart, assert_tiny_pixtral
-from nnterp_vision.testing import features_returned, packed_pair, read
+from vision_harness import PatternAtScores, VisionFamilyTests, WrongContribution, assert_packed_apart, assert_tiny_pixtral
+from vision_harness import features_returned, packed_pair, read
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
 
 PROMPT = "[IMG]Hello world"

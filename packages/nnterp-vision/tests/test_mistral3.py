@@ -2,8 +2,8 @@
 
 import torch
 from nnterp_vision.components.pixtral import VARIABLE_RESOLUTION, PixtralVision
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, assert_one_packed_row
-from nnterp_vision.testing import assert_packed_apart, assert_tiny_pixtral, features_returned, packed_pair
+from vision_harness import PatternAtScores, VisionFamilyTests, WrongContribution, assert_one_packed_row
+from vision_harness import assert_packed_apart, assert_tiny_pixtral, features_returned, packed_pair
 from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralVisionModel
 
 PROMPT = "[IMG]Hello world"

@@ -12,7 +12,7 @@ from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 from nnterp_vision.components import Projector, Vision, VisionLayer, VisionMlp, no_images
 from nnterp_vision.components.qwen import QwenVisionLayer
 from nnterp_vision.components.siglip import SiglipVision
-from nnterp_vision.testing import features_at, features_returned
+from vision_harness import features_at, features_returned
 
 #: a CLIP tower (LLaVA), a SigLIP tower (PaliGemma), Idefics3's and Pixtral's (one packed sequence of patches)
 TOWER_CHECKPOINTS = ("llava", "paligemma", "idefics3", "llava_pixtral")

@@ -10,7 +10,7 @@ is caught by ``projector_reads_the_selected_stream``.
 import torch
 from nnterp_vision.components.paddleocr_vl import PaddleOcrVision
 from nnterp_vision.components.projector import Selected
-from nnterp_vision.testing import OutProjWrongContribution, VisionFamilyTests, read
+from vision_harness import OutProjWrongContribution, VisionFamilyTests, read
 from transformers.models.ovis2_5.modeling_ovis2_5 import Ovis2_5MultiModalProjector, Ovis2_5VisionAttention
 
 from nnterp_vision.families.ovis2_5 import UNREAD, VisualTokenizer

@@ -6,8 +6,8 @@ from nnterp import Unavailable
 from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.paddleocr_vl import PaddleOcrProjector, PaddleOcrVision
 from nnterp_vision.components.qwen import QwenVisionAttention
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, OutProjWrongContribution, VisionFamilyTests
-from nnterp_vision.testing import assert_attention_whole
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, OutProjWrongContribution, VisionFamilyTests
+from vision_harness import assert_attention_whole
 from transformers.models.paddleocr_vl.modeling_paddleocr_vl import PaddleOCRVisionAttention, PaddleOCRVisionModel
 
 PROMPT = "<|IMAGE_PLACEHOLDER|>Hello world"

@@ -2,7 +2,7 @@
 
 import torch
 from nnterp_vision.components.siglip import SiglipVision
-from nnterp_vision.testing import VisionFamilyTests, WrongContribution, assert_tiny_vit, features_at, read
+from vision_harness import VisionFamilyTests, WrongContribution, assert_tiny_vit, features_at, read
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipVisionModel
 
 PROMPT = "<image>Hello world"

@@ -5,7 +5,7 @@ import torch
 from nnterp import StandardizedTransformer, Unavailable
 from nnterp_conformance.checkpoints import tiny_checkpoint
 from nnterp_vision.components.timm import FUSED, TIMM_INTERIOR, TimmAttention, TimmVision
-from nnterp_vision.testing import VisionFamilyTests, read
+from vision_harness import VisionFamilyTests, read
 from timm.layers import AttentionRope
 
 PROMPT = "<|image|>Hello world"

@@ -7,7 +7,7 @@ import torch
 from nnterp import Unavailable  # noqa: E402
 from nnterp_conformance.checks.vision import image  # noqa: E402
 from nnterp_vision.components.qwen import PER_IMAGE  # noqa: E402
-from nnterp_vision.testing import QwenWrongContribution, VisionFamilyTests
+from vision_harness import QwenWrongContribution, VisionFamilyTests
 from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VLVisionAttention  # noqa: E402
 from transformers.vision_utils import get_vision_window_index  # noqa: E402
 

@@ -7,8 +7,8 @@ import torch
 from nnterp import Unavailable  # noqa: E402
 from nnterp_conformance.checks.vision import image  # noqa: E402
 from nnterp_vision.components.qwen import PER_IMAGE, QwenVision  # noqa: E402
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_attention_whole
-from nnterp_vision.testing import features_at, read
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_attention_whole
+from vision_harness import features_at, read
 from transformers.models.qwen2_vl.modeling_qwen2_vl import (  # noqa: E402
     Qwen2VisionTransformerPretrainedModel,
     VisionAttention as QwenAttention,

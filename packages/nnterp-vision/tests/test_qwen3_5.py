@@ -6,7 +6,7 @@ from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS
 from nnterp_recurrent.components import LinearAttention
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5VisionAttention
 from transformers.models.qwen3_5_moe.modeling_qwen3_5_moe import Qwen3_5MoeVisionAttention
 

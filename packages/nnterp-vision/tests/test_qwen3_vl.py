@@ -9,7 +9,7 @@ from nnterp_conformance.checks.vision import image
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.components.qwen3 import Qwen3Merger, Qwen3Vision
 from nnterp_vision.families import qwen3_vl_moe
-from nnterp_vision.testing import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_tree, read
+from vision_harness import MERGED_PATCHES, MERGED_TOKENS, QwenWrongContribution, VisionFamilyTests, assert_tree, read
 from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionAttention
 from transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe import Qwen3VLMoeTextSparseMoeBlock, Qwen3VLMoeVisionAttention
 

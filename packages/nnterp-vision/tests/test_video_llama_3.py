@@ -5,7 +5,7 @@ import torch
 from nnterp import Unavailable
 from nnterp_vision.components.qwen import QwenVisionAttention
 from nnterp_vision.components.video_llama_3 import VideoLlama3Projector, VideoLlama3Vision
-from nnterp_vision.testing import OutProjWrongContribution, VisionFamilyTests, read
+from vision_harness import OutProjWrongContribution, VisionFamilyTests, read
 from transformers.models.video_llama_3.modeling_video_llama_3 import VideoLlama3VisionAttention, VideoLlama3VisionModel
 
 PROMPT = "<|image_pad|>Hello world"

@@ -4,8 +4,8 @@ import torch
 from nnsight.intervention.envoy import Envoy
 from nnterp_vision.components import Vision, VisionLayer
 from nnterp_vision.families import video_llava
-from nnterp_vision.testing import assert_mixed_invoke_scatters, PatternAtScores, VisionFamilyTests, WrongContribution, assert_tiny_vit, features_at
-from nnterp_vision.testing import read
+from vision_harness import assert_mixed_invoke_scatters, PatternAtScores, VisionFamilyTests, WrongContribution, assert_tiny_vit, features_at
+from vision_harness import read
 
 PROMPT = "<image>Hello world"
 

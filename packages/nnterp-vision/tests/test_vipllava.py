@@ -8,7 +8,7 @@ from nnterp_conformance.checks.vision import image
 from nnterp_conformance.runner import PROMPTS
 from nnterp_vision.components import Vision
 from nnterp_vision.reasons import NO_PROCESSOR
-from nnterp_vision.testing import PatternAtScores, VisionFamilyTests, WrongContribution, features_returned
+from vision_harness import PatternAtScores, VisionFamilyTests, WrongContribution, features_returned
 from transformers.models.clip.modeling_clip import CLIPAttention, CLIPVisionModel
 
 PROMPT = "<image>Hello world"

@@ -3,7 +3,8 @@
 Key a component on a tower's module type with ``nnterp_conformance.variants.with_envoys``
 and the check the break is about must fail, naming the block; ``VisionFamilyTests``
 runs each such break, and the text-only trace, for a family's tiny checkpoint.
-Test code: it needs pytest and nnterp-conformance.
+Test code, beside the tests (it needs pytest and nnterp-conformance): ``conftest.py``
+puts this folder on ``sys.path``, and a test file imports it as ``vision_harness``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from nnterp import EProperty, Unavailable
 from nnterp import registry
 from nnterp_conformance.mutants import moved
 
-from .components import VisionAttention, no_images
-from .components.qwen import QwenVisionAttention
-from .layouts import ImageFeatures
-from .reasons import NO_IMAGE, NO_PROCESSOR
+from nnterp_vision.components import VisionAttention, no_images
+from nnterp_vision.components.qwen import QwenVisionAttention
+from nnterp_vision.layouts import ImageFeatures
+from nnterp_vision.reasons import NO_IMAGE, NO_PROCESSOR
 
 
 class WrongContribution(VisionAttention):
