@@ -135,7 +135,7 @@ def flat_edits_agree(run: dict, reference: dict) -> str:
             raise CheckFailure(f"the {edit} edit ran on the engine but not under transformers")
         for prompt, row in enumerate(rows):
             unedited = run["logits"][prompt][0]
-            if close(row, unedited)[0]:
+            if compare(row, unedited).ok:
                 raise CheckFailure(f"the {edit} edit left prompt {prompt}'s logits as they were: it did not reach the model")
             _hold(f"logits under the {edit} edit (engine vs transformers)", row, reference["edits"][edit][prompt], f"prompt {prompt}")
     return ", ".join(run["edits"])
