@@ -259,3 +259,13 @@ def test_construction_resolves_the_same_tree_and_leaves_nnsights_aliasing_as_it_
         return [(envoy.path, type(envoy))] + [row for child in envoy._children for row in tree(child)]
 
     assert tree(first) == tree(second)
+
+
+def test_a_patch_pickles_as_its_name_and_comes_back_the_same():
+    # a function shipped by value (remote="local") that names a patch carries its name, not its lock and saved originals
+    import pickle
+
+    from nnterp._patches.nnsight import CACHE_KEYWORD
+
+    with CACHE_KEYWORD:
+        assert pickle.loads(pickle.dumps(CACHE_KEYWORD)) is CACHE_KEYWORD

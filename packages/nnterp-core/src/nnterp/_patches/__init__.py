@@ -64,6 +64,7 @@ class Patch:
             single = len(targets) == 1
             made = cls(targets, (lambda *found: (replace(*found),)) if single else replace, replace.__doc__)
             made.__name__ = replace.__name__  # type: ignore[attr-defined]
+            made.__module__ = replace.__module__
             return made
 
         return patch
@@ -115,6 +116,16 @@ class Patch:
 
     def __repr__(self) -> str:
         return f"<patch {getattr(self, '__name__', '?')} of {', '.join(self.targets)}>"
+
+    def __reduce__(self) -> tuple:
+        # one patch a process, with a lock and what it replaced: a function pickled by value that names it (a trace
+        # shipped with remote="local") takes it by its module-level name, the same patch where it lands
+        return (_named, (self.__module__, self.__name__))  # type: ignore[attr-defined]
+
+
+def _named(module: str, name: str) -> Patch:
+    """The patch ``module.name``: how one is unpickled."""
+    return getattr(importlib.import_module(module), name)
 
 
 def hold(holder: Any, *patches: Patch) -> None:
