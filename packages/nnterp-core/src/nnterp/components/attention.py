@@ -86,10 +86,6 @@ class Attention(Standard):
 
     lacks = "this block's mixer is softmax attention, which keeps no recurrent state"
 
-    #: the value of this attention that is ``attention_probabilities @ values``, seq first: ``attention_head_outputs``,
-    #: or, on an attention that gates or scales its heads after mixing them, the value that holds them before
-    #: (``ungated_head_outputs``); the kit's ``head_outputs_are_pattern_against_values`` reads it
-    mixed_heads: ClassVar[str] = "attention_head_outputs"
     #: whether the softmax ran over one more column than the pattern has, its last (a learned sink logit per head), so
     #: the pattern's rows sum to less than one: False here; GPT-OSS's and Flint's ``SinkAttention`` set it
     sink_column: ClassVar[bool] = False
@@ -163,6 +159,12 @@ class Attention(Standard):
         to get ``attention_output``. Assign, or edit in place.
         """
         return value
+
+    #: the name of this attention's value that is ``attention_probabilities @ values``, seq first, read off the value
+    #: itself: ``attention_head_outputs``, or, on an attention that gates or scales its heads after mixing them, the
+    #: value that holds them before (``ungated_head_outputs``); the proof's and the kit's
+    #: ``head_outputs_are_pattern_against_values`` read it
+    mixed_heads: ClassVar[str] = attention_head_outputs.name
 
     # -- what the kit's interior identities rest on ---------------------------------
 
@@ -249,8 +251,6 @@ class GatedAttention(Attention):
     module makes. Edits in place land; assignments are joined back.
     """
 
-    mixed_heads = "ungated_head_outputs"
-
     @EProperty("o_proj.input", "Each head's gated output, as the output projection receives it", interface_reason)
     def attention_head_outputs(self, value: Tensor) -> HeadOutputs:
         return value.unflatten(-1, (self.num_heads, self.head_dim))
@@ -263,6 +263,8 @@ class GatedAttention(Attention):
         gated attention, since ``attention_head_outputs`` are read after the gate.
         """
         return value
+
+    mixed_heads = ungated_head_outputs.name
 
     @attention_head_outputs.transform
     def attention_head_outputs(self, value: Tensor, served: Tensor) -> Tensor:

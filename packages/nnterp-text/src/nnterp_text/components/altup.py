@@ -35,7 +35,7 @@ mlp_output``, its ``stream_updates_add_up``. The family
 """
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -265,25 +265,32 @@ class AltUpLayer(StreamLayer, AltUpValues):
     """Gemma 3n's block: one AltUp step (predict, the sandwich sublayers and LAuReL on the active stream, correct) and a
     per-layer input added to every stream but the first."""
 
-    STREAM_STEPS = {
+    #: the one step AltUp takes, each value by name, read off the values (``StreamLayer.STREAM_STEPS`` says what each
+    #: key means); its output is the innovation, the sum of the sublayers' terms on the active stream
+    STREAM_STEPS: ClassVar[dict[str, dict[str, Any]]] = {
         "altup": {
-            "before": "layer_input",
-            "mixing": "attention_stream_mixing",
-            "collapse": "attention_collapse_weights",
-            "collapsed": "attention_collapsed",
+            "before": StreamLayer.layer_input.name,
+            "mixing": StreamLayer.attention_stream_mixing.name,
+            "collapse": StreamLayer.attention_collapse_weights.name,
+            "collapsed": StreamLayer.attention_collapsed.name,
             "norm": "input_layernorm",
-            "mid": "mlp_collapsed",
-            "output": "innovation",
-            "spread": "innovation_spread_weights",
-            "added": "per_layer_input_output",
-            "after": "layer_output",
-            "terms": ("layer_input_rescaling", "self_attn.attention_output", "laurel_output", "mlp.mlp_output"),
-            "mid_terms": ("layer_input_rescaling", "self_attn.attention_output", "laurel_output"),
+            "mid": StreamLayer.mlp_collapsed.name,
+            "output": AltUpValues.innovation.name,
+            "spread": AltUpValues.innovation_spread_weights.name,
+            "added": StreamLayer.per_layer_input_output.name,
+            "after": StreamLayer.layer_output.name,
+            "terms": (
+                StreamLayer.layer_input_rescaling.name,
+                "self_attn.attention_output",
+                AltUpValues.laurel_output.name,
+                "mlp.mlp_output",
+            ),
+            "mid_terms": (StreamLayer.layer_input_rescaling.name, "self_attn.attention_output", AltUpValues.laurel_output.name),
         },
     }
-    norm_readers = {"attention_norm_output": "self_attn.input", "mlp_norm_output": "mlp.input"}
+    norm_readers = {StreamLayer.attention_norm_output.name: "self_attn.input", StreamLayer.mlp_norm_output.name: "mlp.input"}
     #: the MLP's own values come just before the innovation AltUp computes from its output
-    AFTER_MLP = "innovation"
+    AFTER_MLP = AltUpValues.innovation.name
 
     layer_mid_rescaling = unavailable(SEVERAL_STREAMS)
     layer_output_rescaling = unavailable(SEVERAL_STREAMS)

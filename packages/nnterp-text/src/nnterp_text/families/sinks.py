@@ -49,8 +49,6 @@ class ScaledSinkAttention(Attention):
     interface returns, ``(pattern @ values) * sigmoid(logsumexp(scores) - sink)``.
     """
 
-    mixed_heads = "ungated_head_outputs"
-
     attention_scores = Attention.attention_scores.at(interior("F_softmax_0.input"))
     attention_probabilities = Attention.attention_probabilities.at(interior("F_dropout_0.output"))
 
@@ -69,6 +67,8 @@ class ScaledSinkAttention(Attention):
         # the view laid back out heads first is what the interface goes on with: the same storage (an in-place edit
         # lands either way), and the sink's scaling now computes from the served view, so a backward reaches it
         return seq_first(view)
+
+    mixed_heads = ungated_head_outputs.name
 
     @property
     def sink_logits(self) -> Any:
