@@ -20,8 +20,8 @@ import torch
 
 from .errors import GradientOutsideBackward
 
-#: torch's own attribute, which the guard defers to
-NATIVE = torch.Tensor.grad
+#: torch's own attribute, which the guard defers to: a descriptor (torch's stubs declare an instance attribute, Tensor | None)
+NATIVE: Any = torch.Tensor.grad
 #: the attribute a standard value's tensor carries: its spelling, for the message
 SPELLING = "_nnterp_spelling"
 
@@ -78,7 +78,7 @@ GUARD = property(_read, NATIVE.__set__, NATIVE.__delete__, "torch's Tensor.grad,
 def guarded() -> Iterator[None]:
     """Swap the guard in for ``Tensor.grad`` while a trace runs; nnsight's backward swaps its own over it and back."""
     previous = torch.Tensor.grad
-    torch.Tensor.grad = GUARD
+    torch.Tensor.grad = GUARD  # type: ignore[assignment]  # a descriptor on the class; torch's stubs declare an attribute
     try:
         yield
     finally:

@@ -11,7 +11,7 @@ these instead, naming the value, the one read before it, the rule and the fix.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, cast
 
 from ._pitfalls import read_in_backward
 from ._spelling import spelled
@@ -117,7 +117,8 @@ def _branch(source: str, line: int | None) -> str | None:
         if not isinstance(node, ast.If):
             continue
         test = ast.unparse(node.test)
+        # end_lineno is typed Optional, and ast.parse sets it on every statement
         for body, words in ((node.body, f"under `if {test}:`"), (node.orelse, f"in the else of `if {test}:`")):
-            if body and body[0].lineno <= line <= body[-1].end_lineno and (found is None or node.lineno > found[0]):
+            if body and body[0].lineno <= line <= cast(int, body[-1].end_lineno) and (found is None or node.lineno > found[0]):
                 found = (node.lineno, words)
     return None if found is None else found[1]

@@ -15,7 +15,7 @@ import ast
 import dis
 import linecache
 import re
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -57,6 +57,7 @@ class Unsaved:
     """
 
     __slots__ = ("_variable", "_error", "_message")
+    __hash__ = object.__hash__  # a dict key or set member is no use of the value
 
     def __init__(self, variable: str, error: type, message: str) -> None:
         self._variable = variable
@@ -135,7 +136,6 @@ _USES = (
 ).split()
 for _use in _USES:
     setattr(Unsaved, _use, Unsaved._refuse)
-Unsaved.__hash__ = object.__hash__  # a dict key or set member is no use of the value
 
 
 def keep_unsaved(mediators: list, held: list[dict]) -> None:
@@ -279,9 +279,10 @@ def _gradient_order(error: BaseException, mediators: list) -> BaseException | No
     frame, line = _innermost(error, mediators)
     scopes = [frame.f_locals] if frame is not None else []
     scopes += [mediator.lcls for mediator in mediators]
-    name, tensor = _by_id(scopes, wanted)
-    if tensor is None:
+    bound = _by_id(scopes, wanted)
+    if bound is None:
         return None
+    name, tensor = bound
     later = _spelled(name, tensor)
     before = _grad_read_before(frame, line) if frame is not None else None
     after = ""
@@ -315,12 +316,12 @@ def _innermost(error: BaseException, mediators: list) -> tuple[Any, int]:
     return (None, 0) if found is None else (found.tb_frame, found.tb_lineno)
 
 
-def _by_id(scopes: list, wanted: int) -> tuple[str | None, Any]:
+def _by_id(scopes: list, wanted: int) -> tuple[str, Tensor] | None:
     for scope in scopes:
         for name, value in dict.items(scope):
             if id(value) == wanted and isinstance(value, Tensor):
                 return name, value
-    return None, None
+    return None
 
 
 def _lookup(scopes: list, name: str) -> Any:
@@ -345,7 +346,7 @@ def _grad_read_before(frame: Any, line: int) -> str | None:
         return None
     block = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.With) and node.body and node.body[0].lineno <= line <= node.end_lineno:
+        if isinstance(node, ast.With) and node.body and node.body[0].lineno <= line <= cast(int, node.end_lineno):  # ast.parse sets it
             called = node.items[0].context_expr
             if isinstance(called, ast.Call) and isinstance(called.func, ast.Attribute) and called.func.attr == "backward":
                 if block is None or node.lineno > block.lineno:
@@ -353,12 +354,12 @@ def _grad_read_before(frame: Any, line: int) -> str | None:
     if block is None:
         return None
     reads = [
-        node
+        (node, node.value.id)
         for statement in block.body
         for node in ast.walk(statement)
         if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name) and node.lineno < line
     ]
-    return max(reads, key=lambda node: (node.lineno, node.col_offset)).value.id if reads else None
+    return max(reads, key=lambda read: (read[0].lineno, read[0].col_offset))[1] if reads else None
 
 
 # -- standard values where no forward serves them -------------------------------------

@@ -9,7 +9,7 @@ learned position table as the same, one layer further.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -105,7 +105,8 @@ def vocabulary_rows(model: Any) -> int | None:
     weight = getattr(module, "weight", None)
     if not isinstance(module, torch.nn.Embedding) and not (isinstance(weight, torch.Tensor) and weight.ndim == 2):
         return None
-    return int(getattr(module, "num_embeddings", None) or weight.shape[0])
+    # the weight is a plain embedding's, or the 2-D tensor checked above
+    return int(getattr(module, "num_embeddings", None) or cast(torch.Tensor, weight).shape[0])
 
 
 def special_ids(model: Any) -> list[int]:

@@ -19,12 +19,17 @@ from __future__ import annotations
 import contextlib
 import pickletools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import RemoteEnvironmentError
+
+if TYPE_CHECKING:
+    from nnsight.intervention.backends.remote import RemoteBackend as _Backend
+else:
+    _Backend = object  # a mixin: the backend class comes second (checked_class)
 
 #: by host, the ``/env`` each server answered (fetched once: a server's packages do not change under a session)
 ENVIRONMENTS: dict[str, dict] = {}
@@ -58,7 +63,7 @@ def globals_named(payload: bytes) -> set[tuple[str, str]]:
         if name in ("FRAME", "PROTO"):  # framing, no value: a frame may fall between a global's two strings
             continue
         if name == "GLOBAL":
-            module, _, qualname = arg.partition(" ")
+            module, _, qualname = cast(str, arg).partition(" ")  # GLOBAL's argument is "module qualname"
             found.add((module, qualname))
             pushed.append(None)
         elif name == "STACK_GLOBAL":
@@ -68,9 +73,9 @@ def globals_named(payload: bytes) -> set[tuple[str, str]]:
         elif name == "MEMOIZE":
             memo[len(memo)] = pushed[-1] if pushed else None
         elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
-            memo[arg] = pushed[-1] if pushed else None
+            memo[cast(int, arg)] = pushed[-1] if pushed else None  # the memo index
         elif name in ("GET", "BINGET", "LONG_BINGET"):
-            pushed.append(memo.get(arg))
+            pushed.append(memo.get(cast(int, arg)))
         else:
             pushed.append(arg if isinstance(arg, str) and "UNICODE" in name else None)
         del pushed[:-2]
@@ -107,7 +112,7 @@ def distribution(module: str) -> str:
 
 
 @cache
-def _import_names() -> dict:
+def _import_names() -> Mapping[str, list[str]]:
     return packages_distributions()  # a walk over every installed distribution: once
 
 
@@ -178,7 +183,7 @@ def _version(distribution_name: str) -> str:
         return "not installed"
 
 
-class Checked:
+class Checked(_Backend):
     """Mixed into nnsight's ``RemoteBackend``: the payload names nnterp by reference, and the server is checked before it is sent."""
 
     #: top-level modules the server needs beyond those the payload names (the model's family's package)
@@ -211,6 +216,6 @@ def checked(backend: Any, family: Any) -> Any:
 
     if isinstance(backend, RemoteBackend):
         if not isinstance(backend, Checked):
-            backend.__class__ = checked_class(type(backend))
+            backend.__class__ = checked_class(type(backend))  # type: ignore[arg-type]  # mypy reads a class's __hash__ as unbound: no class is Hashable to it
         backend.nnterp_packages = frozenset(family_packages(family))
     return backend

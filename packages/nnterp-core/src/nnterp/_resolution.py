@@ -21,7 +21,8 @@ from .family import Family
 
 def config_dict(model: Any, kwargs: dict) -> dict:
     """The checkpoint's config as a plain dict (nested configs as dicts too)."""
-    config = model.config if isinstance(model, torch.nn.Module) else kwargs.get("config")
+    # Any: nn.Module types its attributes Tensor | Module, and a transformers model's config is a PretrainedConfig
+    config: Any = model.config if isinstance(model, torch.nn.Module) else kwargs.get("config")
     if config is not None:
         return config.to_dict()
     # The raw dict, not AutoConfig: a family outside transformers registers its

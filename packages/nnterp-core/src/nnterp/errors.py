@@ -14,6 +14,9 @@ class Unavailable(RuntimeError):
     ``where`` is an envoy (spelled as the user reaches it: ``layers[0].mlp``) or a name.
     """
 
+    #: the value's name; typed as AttributeError's own field, which the subclasses that are one share
+    name: str | None
+
     def __init__(self, where: Any, name: str, reason: str) -> None:
         if not isinstance(where, str):
             from ._spelling import spelled_cached  # an envoy: named as the user reaches it, layers[0].mlp

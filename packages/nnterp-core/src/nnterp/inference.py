@@ -24,7 +24,7 @@ import dataclasses
 import inspect
 import re
 import textwrap
-from typing import Any
+from typing import Any, NoReturn
 
 from torch import nn
 
@@ -107,8 +107,8 @@ def infer(module: nn.Module, model_type: str) -> Family:
     """The family ``module``'s tree fits, named after ``model_type``; ``FamilyNotFound`` saying what was found and what was missing."""
     structure = find_structure(module, model_type)
     block, norm_names = LAYOUTS[structure.layout]
-    attention = InferredAttention if structure.on_interface else OwnAttention
-    mlp = Mlp
+    attention: type[Attention] = InferredAttention if structure.on_interface else OwnAttention
+    mlp: type[Mlp] = Mlp
     if structure.layout == "sandwich":
         attention = type(f"Inferred{PostNormAttention.__name__}", (PostNormAttention, attention), {"__module__": __name__})
         mlp = PostNormMlp
@@ -138,15 +138,16 @@ def find_structure(module: nn.Module, model_type: str) -> Structure:
     """The parts of ``module``'s tree by native path; ``FamilyNotFound`` naming what was found and what was missing."""
     found: dict[str, str] = {}
     missing: list[str] = []
-    blocks = _block_list(module)
-    if blocks is None:
+    listed = _block_list(module)
+    if listed is None:
         _refuse(model_type, found, ["a list of identical blocks (an nn.ModuleList of one class)"])
-    path, block = blocks
-    found["blocks"] = f"{path} ({len(module.get_submodule(path))} x {type(block).__name__})"
+    path, blocks = listed
+    block = blocks[0]
+    found["blocks"] = f"{path} ({len(blocks)} x {type(block).__name__})"
     names = _paths(module)
     vocab = getattr(getattr(module, "config", None), "vocab_size", None)
-    embed = names.get(id(module.get_input_embeddings())) if _has(module, "get_input_embeddings") else None
-    head = names.get(id(module.get_output_embeddings())) if _has(module, "get_output_embeddings") else None
+    embed = names.get(id(given)) if (given := _called(module, "get_input_embeddings")) is not None else None
+    head = names.get(id(given)) if (given := _called(module, "get_output_embeddings")) is not None else None
     # a model that does not say which they are: the embedding and the linear layer as wide as the vocabulary, outside the blocks
     outside = [(name, child) for name, child in module.named_modules() if name and not name.startswith(f"{path}.")]
     embed = embed or next((name for name, child in outside if isinstance(child, nn.Embedding) and child.num_embeddings == vocab), None)
@@ -178,8 +179,8 @@ def find_structure(module: nn.Module, model_type: str) -> Structure:
     if mlp:
         found["mlp"] = f"{mlp} ({type(children[mlp]).__name__})"
     found["norms"] = ", ".join(norms) or "none"
-    if missing:
-        _refuse(model_type, found, missing)
+    if missing or embed is None or head is None or norm is None or attention is None or mlp is None:
+        _refuse(model_type, found, missing)  # each None is in missing: the checks name it for the reader
     roles = {attention: "a", mlp: "m", **{name: "n" for name in norms}}
     order = "".join(roles[name] for name in _call_order(type(block), roles))
     layout = CALL_ORDERS.get(order)
@@ -204,7 +205,7 @@ def find_structure(module: nn.Module, model_type: str) -> Structure:
     )
 
 
-def _refuse(model_type: str, found: dict[str, str], missing: list[str]) -> None:
+def _refuse(model_type: str, found: dict[str, str], missing: list[str]) -> NoReturn:
     seen = "; ".join(f"{what}: {value}" for what, value in found.items()) or "nothing the families know"
     raise FamilyNotFound(
         f"no nnterp family serves model type {model_type!r}, by its type or its classes, and its module tree fits none: "
@@ -213,25 +214,26 @@ def _refuse(model_type: str, found: dict[str, str], missing: list[str]) -> None:
     )
 
 
-def _block_list(module: nn.Module) -> tuple[str, nn.Module] | None:
-    """The longest ``nn.ModuleList`` whose children are all one class, and its first block."""
-    best = None
+def _block_list(module: nn.Module) -> tuple[str, nn.ModuleList] | None:
+    """The longest ``nn.ModuleList`` whose children are all one class, and its path."""
+    best: tuple[str, nn.ModuleList] | None = None
     for path, child in module.named_modules():
         if isinstance(child, nn.ModuleList) and len(child) and len({type(block) for block in child}) == 1:
-            if best is None or len(child) > len(module.get_submodule(best)):
-                best = path
-    return None if best is None else (best, module.get_submodule(best)[0])
+            if best is None or len(child) > len(best[1]):
+                best = (path, child)
+    return best
 
 
 def _paths(module: nn.Module) -> dict[int, str]:
     return {id(child): path for path, child in module.named_modules() if path}
 
 
-def _has(module: nn.Module, method: str) -> bool:
+def _called(module: nn.Module, method: str) -> Any:
+    """``module.<method>()``; None where the model lacks the method or does not implement it."""
     try:
-        return getattr(module, method)() is not None
+        return getattr(module, method)()
     except (NotImplementedError, AttributeError):
-        return False
+        return None
 
 
 def _named_children(module: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -258,7 +260,7 @@ def _source(function: Any) -> str:
         return ""
 
 
-def _call_order(block: type, children: dict[str, str]) -> list[str]:
+def _call_order(block: type[nn.Module], children: dict[str, str]) -> list[str]:
     """The children of ``children`` that ``block.forward`` calls as ``self.<name>(...)``, in the order they run.
 
     Statements in order, and within one the arguments before the call they are

@@ -188,7 +188,7 @@ def patchscope_lens(
         raise ValueError("You cannot provide both source_prompts and latents")
     if latents is None and source_prompts is None:
         raise ValueError("Either source_prompts or latents must be provided")
-    source_prompts = [source_prompts] if isinstance(source_prompts, str) else source_prompts
+    source_prompts = [source_prompts] if isinstance(source_prompts, str) else source_prompts or []  # none where latents are given
     num_sources = len(latents[0]) if latents is not None else len(source_prompts)
     targets = TargetPromptBatch.auto(target_patch_prompts, num_sources)
     if len(targets) != num_sources:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor
 
@@ -135,6 +135,17 @@ def _layer_values(name: str, path: str, module: bool = False) -> property:
 
 class Nnterp13Names:
     """The names 1.3's ``StandardizedTransformer`` served that the standard one lacks; ``nnterp13`` copies them onto it."""
+
+    if TYPE_CHECKING:  # what the class they are copied onto serves, which the names read
+        embed_tokens: Any
+        norm: Any
+        logits: Any
+        inputs: Any
+        tokenizer: Any
+        hidden_size: int
+
+        def support(self, layer: int | None = None) -> dict[str, Any]: ...
+        def project_on_vocab(self, hidden: Tensor) -> Tensor: ...
 
     layers_input = _layer_values("layers_input", "layer_input")
     layers_output = _layer_values("layers_output", "layer_output")
@@ -324,7 +335,7 @@ def _skip_layers(original: Any) -> Any:
     return skip_layers
 
 
-def nnterp13(cls: type) -> type:
+def nnterp13(cls: type[Any]) -> type[Any]:
     """Serve nnterp 1.3's names on ``cls``: add the ones it lacks, and let its constructor, ``steer`` and ``skip_layers`` take 1.3's spellings."""
     for name, value in vars(Nnterp13Names).items():
         if name.startswith("__"):

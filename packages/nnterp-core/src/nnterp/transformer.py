@@ -6,7 +6,7 @@ import importlib
 import os
 import warnings
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
@@ -31,6 +31,9 @@ from .inference import sibling
 from .layouts import Logits
 from .legacy import nnterp13
 from .logits import unembed
+
+if TYPE_CHECKING:
+    from .proof import Proof
 
 
 
@@ -138,7 +141,7 @@ class StandardizedTransformer(TransformersModel):
                 "its rename does not fit this model's module names (print(model) shows them)"
             )
         #: the proof at load (``nnterp.proof.Proof``) where one ran, else None
-        self.proof = None
+        self.proof: Proof | None = None
         reasons = _verify_reasons(family, verify)
         if reasons:
             self.verify(reasons if reasons != [ASKED] else None)
@@ -220,7 +223,7 @@ class StandardizedTransformer(TransformersModel):
         held = [dict(dict.items(worker.lcls)) for worker in workers]  # what each name held before the run
         # nnterp._gradients.guarded() written out: a generator-based context manager costs more than the swap itself
         previous = Tensor.grad
-        Tensor.grad = GRAD_GUARD
+        Tensor.grad = GRAD_GUARD  # type: ignore[assignment]  # a descriptor on the class; torch's stubs declare an attribute
         try:
             result = super().interleave(fn, *args, **kwargs)
         except BaseException as error:
@@ -229,8 +232,9 @@ class StandardizedTransformer(TransformersModel):
             better = pitfalls.translated(error, workers, self)
             if better is None:
                 raise
-            better.__intervention_tb__ = getattr(error, "__intervention_tb__", None) or error.__traceback__
-            raise better.with_traceback(better.__intervention_tb__) from None
+            traceback = getattr(error, "__intervention_tb__", None) or error.__traceback__
+            setattr(better, "__intervention_tb__", traceback)  # noqa: B010 - nnsight's attribute, which exceptions do not declare
+            raise better.with_traceback(traceback) from None
         finally:
             state["_nnterp_cache"] = None
             Tensor.grad = previous
@@ -269,7 +273,7 @@ class StandardizedTransformer(TransformersModel):
         """
         return value.logits
 
-    @logits.postprocess
+    @logits.postprocess  # type: ignore[no-redef]  # eproperty's postprocess rebinds the name, as property.setter does (mypy knows only property's)
     def logits(self, value: Tensor) -> Any:
         from nnsight.intervention.interleaver import Mediator
 

@@ -27,7 +27,7 @@ import json
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from nnsight.modeling.vllm.vllm import VLLM
 
@@ -62,6 +62,7 @@ def family_for_checkpoint(model: Any) -> Family:
 
 def _resolved(model: Any, family: Family | ModuleType | str | None) -> tuple[Family, str]:
     """The family, and how vLLM's worker finds it again: its name among ``FAMILIES``, or ``"module:NAME"``."""
+    found: Family | None  # checked to be a vLLM Family at the end
     if isinstance(family, str) and family in FAMILIES:
         found, spec = FAMILIES[family], family
     elif isinstance(family, str) and ":" in family:
@@ -74,7 +75,7 @@ def _resolved(model: Any, family: Family | ModuleType | str | None) -> tuple[Fam
         found = family_for_checkpoint(model)
         spec = found.name
     else:
-        found = as_family(family)
+        found = cast(Family, as_family(family))  # given a Family, as_family returns it (None only for None)
         if found.engine == "vllm" and FAMILIES.get(found.name) is not found:
             raise FamilyMismatch(
                 f"vLLM's worker builds its own tree, so it must find the {found.name} family again: pass family= as the "

@@ -55,7 +55,7 @@ def standardized_tree(runner: Any) -> None:
 
 
 @lru_cache(maxsize=None)
-def runner_class(base: type) -> type:
+def runner_class(base: type[Any]) -> type:
     """nnsight's runner over ``base`` (vLLM's ``CPUModelRunner`` or ``GPUModelRunner``), building nnterp's tree."""
 
     def load_model(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -84,4 +84,4 @@ class NNterpCPUWorker(NNsightGPUWorker, CPUWorker):
                 f"nnterp instruments vLLM's CPUModelRunner, but this worker built {type(runner).__module__}."
                 f"{type(runner).__name__} (the V2 runner?). Unset VLLM_USE_V2_MODEL_RUNNER to trace."
             )
-        runner.__class__ = runner_class(CPUModelRunner)
+        runner.__class__ = runner_class(CPUModelRunner)  # type: ignore[arg-type]  # mypy reads a class's __hash__ as unbound: no class is Hashable to it
