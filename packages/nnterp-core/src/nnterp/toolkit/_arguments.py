@@ -306,7 +306,7 @@ def left_padding(model: Any) -> Iterator[None]:
     ``Batch`` would run at shifted positions (wrong values on GPT-2's learned
     positions). The tokenizer's own side is restored after.
     """
-    tokenizer = getattr(model, "tokenizer", None)
+    tokenizer: Any = getattr(model, "tokenizer", None)  # one with a padding side past the check below
     side = getattr(tokenizer, "padding_side", None)
     if side is None or side == "left":
         yield

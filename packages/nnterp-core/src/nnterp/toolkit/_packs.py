@@ -57,7 +57,7 @@ def logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int, 
             function, "logits_at", logits_at, "positions out of order or repeated",
             "give the positions the metric reads, distinct and in order (e.g. [-1], or [3, 7]); they index the metric's logits in that order",
         )
-    forward = getattr(model._module, "forward", None)
+    forward: Any = getattr(model._module, "forward", None)  # an nn.Module's: never None
     if "logits_to_keep" not in inspect.signature(forward).parameters:
         raise ValueError(
             f"logits_at: {type(model._module).__name__}.forward takes no logits_to_keep, so its logits cannot be "

@@ -250,6 +250,7 @@ class Ablation:
         mask = cache.attention_mask
         self.width, self.sources = mask.shape[1], mask.shape[0]
         for site in self.sites:
+            found: dict[tuple[int, int | str], Tensor]  # by (layer, expert) or (layer, value name)
             if site.kind == "expert":
                 outputs, indices = cache[f"layers.{site.layer}.mlp.expert_outputs"], cache[f"layers.{site.layer}.mlp.expert_indices"]
                 found = {(site.layer, expert): _expert_share(outputs, indices, expert) for expert in site.columns}

@@ -176,13 +176,13 @@ def _token_ids(model: Any, tokens: Any, shape: tuple[int, ...]) -> Tensor:
     if isinstance(tokens, str):
         tokens = [tokens]
     if isinstance(tokens, (list, tuple)) and tokens and isinstance(tokens[0], str):
-        ids = []
+        each = []
         for token in tokens:
             encoded = model.tokenizer(token, add_special_tokens=False)["input_ids"]
             if len(encoded) != 1:
                 raise ValueError(f"{token!r} is {len(encoded)} tokens, not one")
-            ids.append(encoded[0])
-        tokens = ids if len(ids) > 1 else ids[0]
+            each.append(encoded[0])
+        tokens = each if len(each) > 1 else each[0]
     ids = torch.as_tensor(tokens, dtype=torch.long)
     if ids.ndim == 1 and len(shape) == 2 and ids.shape[0] == shape[0]:
         ids = ids[:, None]  # one token per prompt, at every position
@@ -290,26 +290,27 @@ def direct_logit_attribution(
     parts, labels = [], []
     for label, value in zip(decomposed.labels, decomposed.values):
         layer, _, term = label.removeprefix("layers.").partition(".")
-        index = int(layer) if layer.isdigit() else None
-        if index in split_layers and heads and term == "self_attn.attention_output":
-            outputs = at(_need(cache, f"layers.{index}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS)))
-            values, names = split.head_terms(model, index, outputs, at(value), readout)
+        # the block whose term is split, None where the term is read whole
+        split_at = int(layer) if layer.isdigit() and int(layer) in split_layers else None
+        if split_at is not None and heads and term == "self_attn.attention_output":
+            outputs = at(_need(cache, f"layers.{split_at}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS)))
+            values, names = split.head_terms(model, split_at, outputs, at(value), readout)
             parts.append(values)
             labels += names
-        elif index in split_layers and term == "mlp.mlp_output" and experts and split.is_mixture(model, index):
+        elif split_at is not None and term == "mlp.mlp_output" and experts and split.is_mixture(model, split_at):
             needs = (*DECOMPOSE_RESID, *EXPERTS)
             shared = None
-            if split.has_shared_expert(model, index):
-                shared = at(_need(cache, f"layers.{index}.mlp.shared_expert_output", (*needs, "layers.*.mlp.shared_expert_output")))
+            if split.has_shared_expert(model, split_at):
+                shared = at(_need(cache, f"layers.{split_at}.mlp.shared_expert_output", (*needs, "layers.*.mlp.shared_expert_output")))
             values, names = split.expert_terms(
-                model, index, at(_need(cache, f"layers.{index}.mlp.expert_outputs", needs)),
-                at(_need(cache, f"layers.{index}.mlp.expert_indices", needs)), shared, at(value), readout,
+                model, split_at, at(_need(cache, f"layers.{split_at}.mlp.expert_outputs", needs)),
+                at(_need(cache, f"layers.{split_at}.mlp.expert_indices", needs)), shared, at(value), readout,
             )  # fmt: skip
             parts.append(values)
             labels += names
-        elif index in split_layers and term == "mlp.mlp_output" and neurons and not split.is_mixture(model, index):
-            activations = at(_need(cache, f"layers.{index}.mlp.mlp_neurons", (*DECOMPOSE_RESID, *NEURONS)))
-            values, names = split.neuron_terms(model, index, activations, at(value), readout)
+        elif split_at is not None and term == "mlp.mlp_output" and neurons and not split.is_mixture(model, split_at):
+            activations = at(_need(cache, f"layers.{split_at}.mlp.mlp_neurons", (*DECOMPOSE_RESID, *NEURONS)))
+            values, names = split.neuron_terms(model, split_at, activations, at(value), readout)
             parts.append(values)
             labels += names
         else:

@@ -181,7 +181,8 @@ def orders_by_structure(block: Any, known: dict[tuple, list[str]]) -> list[str]:
 
 def _root_values(model: Any) -> tuple[list[str], list[str]]:
     """The model's root values, split into those served before its blocks run and those after (its output, ``logits``)."""
-    before, after = [], []
+    before: list[str] = []
+    after: list[str] = []
     for name in declared_values(type(model)):
         attribute = getattr(type(model), name)
         key = attribute.key if isinstance(attribute.key, str) else None
@@ -323,9 +324,10 @@ def last_block_needed(model: Any, requested: list[str]) -> int | None:
     """The last block ``requested`` (expanded names) need when none is read after the blocks: the forward can end there; else None."""
     after = _root_values(model)[1]
     layers = [_layer_of(name) for name in requested]
-    if not layers or any(name in after for name in requested) or None in layers:
+    known = [layer for layer in layers if layer is not None]
+    if not layers or any(name in after for name in requested) or len(known) < len(layers):
         return None
-    return max(layers)
+    return max(known)
 
 
 def _layer_of(name: str) -> int | None:
@@ -440,7 +442,7 @@ def cache_values(
         beyond = [
             name
             for name in requested
-            if name not in planned.served_first and (_layer_of(name) is None or _layer_of(name) > stop_at_layer)
+            if name not in planned.served_first and ((index := _layer_of(name)) is None or index > stop_at_layer)
         ]
         if beyond:
             raise InvalidArgument(

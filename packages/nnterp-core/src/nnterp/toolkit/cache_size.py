@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -74,8 +74,9 @@ def estimated(
             unsized[name] = f"no envoy declares the size of its axes {', '.join(axes)}"
             continue
         kind = torch.int64 if _integer(layout) else floating
-        shapes[name], dtypes[name] = tuple(shape), kind
-        sizes[name] = math.prod(shape) * kind.itemsize
+        sized = cast(tuple[int, ...], tuple(shape))  # no None: checked above
+        shapes[name], dtypes[name] = sized, kind
+        sizes[name] = math.prod(sized) * kind.itemsize
     return CacheEstimate(shapes, dtypes, sizes, unsized)
 
 

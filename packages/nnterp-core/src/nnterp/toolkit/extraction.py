@@ -30,7 +30,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from safetensors import safe_open
@@ -184,9 +184,10 @@ def _stop_layer(model: Any, requested: list[str]) -> int | None:
     """The last block the values need when none is read after the blocks (``logits``): the forward can end there."""
     after = _root_values(model)[1]
     layers = [_layer_of(name) for name in requested]
-    if any(name in after for name in requested) or None in layers:
+    known = [layer for layer in layers if layer is not None]
+    if any(name in after for name in requested) or len(known) < len(layers):
         return None
-    return max(layers)
+    return max(known)
 
 
 # -- the shard buffer ----------------------------------------------------------------
@@ -320,7 +321,7 @@ def _skipped(directory: Path, manifest: dict, stream: Iterator, texts: Any, batc
 
     Returns where the run picks up (the last shard's ``resume``), the hasher and the texts read. Nothing is tokenized.
     """
-    last = manifest["shards"][-1]["resume"] if manifest["shards"] else {"batch": 0, "row": 0, "texts_sha256": None}
+    last: dict[str, Any] = manifest["shards"][-1]["resume"] if manifest["shards"] else {"batch": 0, "row": 0, "texts_sha256": None}
     hasher, consumed = hashlib.sha256(), 0
     if manifest["complete"]:
         whole = manifest["texts"]
@@ -478,7 +479,7 @@ def extract_values(
                 with _arguments.left_padding(model):
                     read = reader(batch)
                 rows = _rows(read, axes, requested, batch, documents)
-                read = None
+                del read
                 start = last["row"] if batch_index == last["batch"] else 0
                 count = rows[DOCUMENT].shape[0]
                 tokens += count - start
@@ -616,7 +617,7 @@ class ActivationShards:
                 out = torch.empty((self.num_tokens, *part.shape[1:]), dtype=part.dtype)
             out[offset : offset + part.shape[0]] = part
             offset += part.shape[0]
-        return out
+        return cast(Tensor, out)  # set by the first shard, and there is one (checked above)
 
     def __repr__(self) -> str:
         state = "complete" if self.complete else "incomplete"

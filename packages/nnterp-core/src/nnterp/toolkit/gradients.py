@@ -23,7 +23,7 @@ form (``model.layers[1].layer_output.grad`` outside it raises
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import nnsight
 import torch
@@ -154,7 +154,7 @@ def attribution_patching(
     confirm its top sites with the activation patching functions.
     """
     function = "attribution_patching"
-    clean, corrupted, tokens = _check_prompts(model, clean, corrupted, function)
+    clean_batch, corrupted_batch, tokens = _check_prompts(model, clean, corrupted, function)
     names = [values] if isinstance(values, str) else list(values) if isinstance(values, (list, tuple)) else None
     if not names or not all(isinstance(name, str) for name in names):
         raise _arguments.InvalidArgument(function, "values", values, f"expected a name of {sorted(SITES)} or a list of them")
@@ -164,8 +164,8 @@ def attribution_patching(
     order = sorted(set(chosen))
     sweeps = {}
     for name, site in tqdm(sites.items(), desc="attribution patching", disable=not progress or len(sites) == 1):
-        metric_clean, clean_values = _read(model, clean.inputs, metric, site, order, remote)
-        metric_corrupted, corrupted_values, gradients = _gradients(model, corrupted.inputs, metric, site, order, remote)
+        metric_clean, clean_values = _read(model, clean_batch.inputs, metric, site, order, remote)
+        metric_corrupted, corrupted_values, gradients = _gradients(model, corrupted_batch.inputs, metric, site, order, remote)
         per_layer = {}
         for layer, source, base, gradient in zip(order, clean_values, corrupted_values, gradients):
             product = ((source.to(base.device).float() - base.float()) * gradient.float()).sum(0)  # [seq, ...]: over the batch
@@ -260,14 +260,14 @@ def integrated_gradients(
     else:  # prompts (strings or ids) whose own value is the baseline
         batch, against, _ = _check_prompts(model, prompts, baseline, function)
         _, (baseline,) = _read(model, against.inputs, lambda logits: 0.0, name, [layer], remote)
-    prompts = batch.inputs
-    metric_value, (reached,) = _read(model, prompts, metric, name, [layer], remote)
+    inputs = batch.inputs
+    metric_value, (reached,) = _read(model, inputs, metric, name, [layer], remote)
     start = torch.zeros_like(reached) if baseline is None else torch.as_tensor(baseline).to(reached.device, reached.dtype).expand_as(reached)
     path = reached - start
 
     def at(alpha: float, gradient: bool) -> tuple[float, Tensor | None]:
         found: list = []
-        with torch.enable_grad(), _arguments.left_padding(model), model.trace(prompts, remote=remote):
+        with torch.enable_grad(), _arguments.left_padding(model), model.trace(inputs, remote=remote):
             nnsight.save(found)
             owner = _owner(model, layer, where)
             original = getattr(owner, attribute)
@@ -284,6 +284,6 @@ def integrated_gradients(
     total = torch.zeros(path.shape, dtype=torch.float32, device=path.device)
     for step in tqdm(range(steps), desc=f"integrated gradients of {value}", disable=not progress):
         _, gradient = at((step + 0.5) / steps, gradient=True)
-        total += gradient.to(total.device)
+        total += cast(Tensor, gradient).to(total.device)  # at(..., gradient=True) returns one
     attributions = (path.float() * total / steps).cpu()
     return IntegratedGradients(attributions, metric_value, metric_baseline, steps, value)

@@ -179,11 +179,11 @@ def _sweep(
     clean, corrupted, tokens = _check_prompts(model, clean, corrupted, function)
     chosen = _arguments.layers(model, layers, function=function)
     several = isinstance(column_axis, tuple)
-    axes = column_axis if several else (column_axis,)
+    axes = column_axis if isinstance(column_axis, tuple) else (column_axis,)
     per_layer = {layer: columns(tokens, layer) if several else [columns(tokens, layer)] for layer in chosen}
     # the columns are the same on every layer, but for blocks that differ in head
     # count: then the labels are the widest layer's, and the others' extra cells NaN
-    widest = [max((cols[axis] for cols in per_layer.values()), key=len, default=[]) for axis in range(len(axes))]
+    widest: list[Any] = [max((cols[axis] for cols in per_layer.values()), key=len, default=[]) for axis in range(len(axes))]
     widths = [len(cols) for cols in widest]
     forward, at, packing = planned(
         model, len(corrupted), len(tokens), logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function

@@ -148,7 +148,7 @@ def _receivers(model: Any, given: Any, function: str) -> list[_Receiver]:
 
 def _keep_last(model: Any) -> dict[str, Any]:
     """The forward's keyword that computes the last position's logits alone, where it takes one (the recording run reads none)."""
-    forward = getattr(model._module, "forward", None)
+    forward: Any = getattr(model._module, "forward", None)  # an nn.Module's: never None
     return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(forward).parameters else {}
 
 
@@ -206,7 +206,7 @@ def patch_paths(
     forwards. Everything is checked before the model runs.
     """
     function = "patch_paths"
-    clean, corrupted, tokens = _check_prompts(model, clean, corrupted, function)
+    clean_batch, corrupted_batch, tokens = _check_prompts(model, clean, corrupted, function)
     chosen_receivers = _receivers(model, receivers, function)
     if senders not in ("heads", "sublayers"):
         raise _arguments.InvalidArgument(function, "senders", senders, 'expected "heads" (attention_head_outputs) or "sublayers" (attention_output and mlp_output)')
@@ -222,7 +222,7 @@ def patch_paths(
     widest = max(per_layer.values(), key=len)
     written = None if positions is None else _arguments.positions(positions, len(tokens), function=function)
     forward, at, packing = planned(
-        model, len(corrupted), len(tokens), logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
+        model, len(corrupted_batch), len(tokens), logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
     )
     frozen = FREEZE[freeze]
     first = min(chosen)
@@ -247,8 +247,8 @@ def patch_paths(
                     out.append(model.layers[layer].mlp.mlp_output.clone())
             return out
 
-        metric_clean, cached = run_metric(model, clean.inputs, metric, remote, read_clean, at)
-        metric_corrupted, saved = run_metric(model, corrupted.inputs, metric, remote, read_corrupted, at)
+        metric_clean, cached = run_metric(model, clean_batch.inputs, metric, remote, read_clean, at)
+        metric_corrupted, saved = run_metric(model, corrupted_batch.inputs, metric, remote, read_corrupted, at)
         if senders == "heads":
             sources = {(layer, 0): value for layer, value in zip(order, cached)}
         else:
@@ -265,7 +265,7 @@ def patch_paths(
         cells = [(row, layer, (col,), sender) for row, layer in enumerate(chosen) for col, sender in enumerate(per_layer[layer])]
 
         def measure(layer: int, sending: list[int]) -> list[float]:
-            run = _Pack(model, corrupted, layer, sending, senders, frozen, sources, contributions, entering.get(layer), remote)
+            run = _Pack(model, corrupted_batch, layer, sending, senders, frozen, sources, contributions, entering.get(layer), remote)
             recorded = run.record([receiver for receiver in chosen_receivers if receiver.layer >= layer])
             return run.measure(recorded, written, metric, forward)
 

@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -275,7 +275,8 @@ def tuned_lens(
     if (model.hidden_size, model.num_layers) != (lens.hidden_size, lens.num_layers):
         lens.check(model, function)
     offset = 0 if embeddings is True else 1  # the lens's row of the result's first row
-    return _lens(
+    lensed = _lens(
         model, prompts, function, output=output, embeddings=embeddings, inverse=False, positions=positions, remote=remote, engine=engine,
         translate=lambda row, hidden: lens.translate(row + offset, hidden),
     )  # fmt: skip
+    return cast(Tensor, lensed)  # inverse=False: one tensor
