@@ -72,7 +72,11 @@ def agreement(whole: Any, other: Any, prompts: list[str], label: str) -> list[tu
     for layer in range(whole.num_layers):
         for name, reason in whole.support(layer=layer).items():
             if reason is None:
-                compare(f"layers[{layer}].{name}", traced(lambda model, name=name, layer=layer: _walk(model.layers[layer], name)))
+
+                def value(model: Any, name: str = name, layer: int = layer) -> Any:
+                    return _walk(model.layers[layer], name)
+
+                compare(f"layers[{layer}].{name}", traced(value))
     plain = traced(lambda model: model.logits)(other)
     for what, edit in _edits(whole):
         compare(what, traced(edit))
@@ -85,7 +89,11 @@ def agreement(whole: Any, other: Any, prompts: list[str], label: str) -> list[tu
     if whole.support(layer=whole.num_layers - 1).get("self_attn.attention_probabilities", "missing") is None:
         names.append("layers.-1.self_attn.attention_probabilities")
     for name in names:
-        compare(f"cache_values {name}", lambda model, name=name: cache_values(model, prompts, names, progress=False)[name])
+
+        def cached(model: Any, name: str = name) -> Any:
+            return cache_values(model, prompts, names, progress=False)[name]
+
+        compare(f"cache_values {name}", cached)
     return rows
 
 
@@ -93,7 +101,7 @@ def _edits(model: Any) -> list[tuple[str, Callable[[Any], Any]]]:
     """Writes to compare by the logits they lead to: in place, by assignment, on every block kind the model has."""
     support = model.support(layer=model.num_layers - 1)
     last = model.num_layers - 1
-    edits = []
+    edits: list[tuple[str, Callable[[Any], Any]]] = []
 
     def pattern(model: Any) -> Any:
         probabilities = model.layers[last].self_attn.attention_probabilities

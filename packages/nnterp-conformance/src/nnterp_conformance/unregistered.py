@@ -13,6 +13,7 @@ hub checkpoint's remote code would.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -78,6 +79,8 @@ class RenamedForCausalLM(PreTrainedModel, GenerationMixin):
     _supports_attention_backend = True
     _supports_sdpa = True
     block = Block
+    #: a plain nn.Module holding the renamed parts (nn.Module types its attributes Tensor | Module)
+    body: Any
 
     def __init__(self, config: RenamedConfig) -> None:
         super().__init__(config)
@@ -119,7 +122,7 @@ for config_class, model_class in ((RenamedConfig, RenamedForCausalLM), (LeakyCon
     AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
     AutoModelForCausalLM.register(config_class, model_class, exist_ok=True)
 
-SIZES = {"vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+SIZES: dict[str, Any] = {"vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
 
 
 def written(directory: str | Path, leaky: bool = False) -> str:

@@ -7,11 +7,18 @@ suite runs them on the Llama checkpoint and holds that check failing.
 
 from __future__ import annotations
 
+from typing import cast
+
 from nnterp.descriptors import EProperty
 from nnterp.layouts import FlatResidual
 from nnterp.vllm.components import FlatAttention, FlatLayer
 from nnterp.vllm.families import LLAMA
 from torch import Tensor
+
+
+def _said(cls: type) -> str:
+    """A class's docstring on one line (each mutant has one: it says what is wrong)."""
+    return " ".join(cast(str, cls.__doc__).split())
 
 
 class OneHalfLayer(FlatLayer):
@@ -36,6 +43,6 @@ PREVIOUS_BLOCK = LLAMA.replace(name="mutant_previous_block", envoys={**LLAMA.env
 
 #: mutant -> (its family spec for StandardizedVLLM, the checkpoint it runs on, the flat check that must kill it, what is wrong)
 MUTANTS: dict[str, tuple[str, str, str, str]] = {
-    "half_stream": (f"{__name__}:HALF_STREAM", "vllm_llama", "flat_values_agree", " ".join(OneHalfLayer.__doc__.split())),
-    "previous_block": (f"{__name__}:PREVIOUS_BLOCK", "vllm_llama", "flat_contribution", " ".join(PreviousBlockAttention.__doc__.split())),
+    "half_stream": (f"{__name__}:HALF_STREAM", "vllm_llama", "flat_values_agree", _said(OneHalfLayer)),
+    "previous_block": (f"{__name__}:PREVIOUS_BLOCK", "vllm_llama", "flat_contribution", _said(PreviousBlockAttention)),
 }

@@ -18,9 +18,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 #: vLLM's engine in this process, on the CPU build's defaults: float32 so values can equal transformers'
-ENGINE = {"dtype": "float32", "max_model_len": 256, "kv_cache_memory_bytes": 64 * 1024**2, "seed": 0}
+ENGINE: dict[str, Any] = {"dtype": "float32", "max_model_len": 256, "kv_cache_memory_bytes": 64 * 1024**2, "seed": 0}
 
 
 def main(argv: list[str]) -> int:

@@ -18,7 +18,7 @@ def padded_rows_match_alone(model: Any, case: Case) -> str:
     reasons = sorted({reason for layer in blocks if (reason := getattr(model.layers[layer], "padding_changes", lambda: None)())})
     if reasons:
         raise Skip(f"the model's own arithmetic sees the padding: {'; '.join(reasons)}")
-    plan = [(layer, "layer_output") for layer in blocks] + [(None, "logits")]
+    plan: list[tuple[int | None, str]] = [(layer, "layer_output") for layer in blocks] + [(None, "logits")]
     batched = read(model, case, plan)
     gaps = Gaps()
     for row in range(len(case.prompts)):

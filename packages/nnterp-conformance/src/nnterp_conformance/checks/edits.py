@@ -100,7 +100,7 @@ def skip_hands_on_hidden(model: Any, case: Case) -> str:
         hidden = case.edited(model.layers[layer].layer_input)
         model.layers[layer].skip(hidden)
         received = model.layers[layer + 1].layer_input.detach().clone().save()
-        sent = hidden.detach().clone().save()
+        sent = hidden.detach().clone().save()  # type: ignore[attr-defined]  # nnsight gives tensors .save() in a trace; torch's stubs lack it
     expect_close(f"layers[{layer}].skip(hidden): layers[{layer + 1}].layer_input against hidden", received, sent)
     return f"layers[{layer}] skipped; layers[{layer + 1}] received the replacement"
 
@@ -150,7 +150,8 @@ def assign_each_back(model: Any, root: Any, prefix: str, prompts: Any, inputs: d
     """Assign every assignable value below ``root`` what it reads, one trace each, and fail where the logits move."""
     with torch.no_grad(), model.trace(prompts, **inputs):
         baseline = model.logits.detach().clone().save()
-    done, none = [], []
+    done: list[str] = []
+    none: list[str] = []
     for layer, name in assignable(root):
         where = f"{prefix}{name}" if layer is None else f"{prefix}layers[{layer}].{name}"
         try:

@@ -215,7 +215,8 @@ def interior(model: Any) -> tuple[list[str], dict[str, str]]:
     each left out by its declaration is."""
     from nnterp.toolkit.cache import block_order
 
-    taken, left = [], {}
+    taken: list[str] = []
+    left: dict[str, str] = {}
     for layer in range(model.num_layers):
         covered = {*STREAM, *HEADS, *sublayers(model, layer)}
         support = model.support(layer=layer)

@@ -217,15 +217,15 @@ def token_rows_stay_apart(model: Any, case: Case) -> str:
             mlp.router_logits = torch.zeros_like(mlp.router_logits)
         with tracer.invoke(second):
             untouched = model.layers[layer].mlp.routed_output.detach().clone().save()
-    alone = read(model, case.alone(1), [(layer, "mlp.routed_output")])[0]
-    length = alone.shape[1]
+    second_alone = read(model, case.alone(1), [(layer, "mlp.routed_output")])[0]
+    length = second_alone.shape[1]
     gaps.add(
         expect_close(
             f"layers[{layer}].mlp.routed_output of the second invoke, with router_logits zeroed in the first, against its prompt alone",
             untouched[:, -length:].float(),
-            alone.float(),
+            second_alone.float(),
             table=BATCH_TOLERANCE,
-            dtype=coarsest(alone, model_dtype(model)),
+            dtype=coarsest(second_alone, model_dtype(model)),
         )
     )
     return str(gaps)

@@ -9,11 +9,11 @@ its gated norm) or one early (the keys before their activation) shows as a gap a
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import torch
 
-from ..recurrences import recurrence
+from ..recurrences import Recurrence, recurrence
 from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close
 from .interior import DecodeStep, Prompt, reads, text_block
@@ -50,7 +50,7 @@ def _needed(mixer: Any, names: tuple[str, ...]) -> tuple[str, ...]:
     """``names`` less those the mixer's rule does not read: the betas of a rule whose tokens write at full strength,
     the decays of one whose state never decays (a short convolution's window), the keys and queries of one whose
     output is its state (RG-LRU)."""
-    rule = recurrence(mixer)
+    rule = cast(Recurrence, recurrence(mixer))  # a mixer of a block _ruled kept: it declares a rule the kit knows
     lacks = {BETAS: rule.betas, DECAYS: rule.decays, KEYS: rule.keys, QUERIES: rule.queries}
     return tuple(name for name in names if lacks.get(name, True))
 

@@ -21,7 +21,7 @@ stream the sublayers run on, is a sum of named terms (``stream_updates_add_up``)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -213,12 +213,14 @@ def stream_updates_add_up(model: Any, case: Case) -> str:
         # one trace per value, as streams_follow_from_mixing reads them
         found = {name: read(model, case, [(layer, name)])[0] for name in dict.fromkeys(names)}
         terms = [found[name] for name in values["terms"]]
+        summed = cast(torch.Tensor, sum(term.float() for term in terms))  # a tensor: a step adds one term at least
         gaps.add(expect_close(f"layers[{layer}]: {' + '.join(values['terms'])} against {values['output']}",
-                              sum(term.float() for term in terms), found[values["output"]].float(), dtype=coarsest(*found.values())))
+                              summed, found[values["output"]].float(), dtype=coarsest(*found.values())))
         if "mid" in values:
             parts = [found[values["collapsed"]], *(found[name] for name in values["mid_terms"])]
+            mid = cast(torch.Tensor, sum(part.float() for part in parts))  # a tensor: parts holds the collapsed stream
             gaps.add(expect_close(f"layers[{layer}]: {values['collapsed']} + {' + '.join(values['mid_terms'])} against {values['mid']}",
-                                  sum(part.float() for part in parts), found[values["mid"]].float(), dtype=coarsest(*found.values())))
+                                  mid, found[values["mid"]].float(), dtype=coarsest(*found.values())))
     if not gaps.count:
         raise Skip("no block serves a summed step's output beside every one of its terms")
     return str(gaps)

@@ -10,7 +10,7 @@ cache's ``layers.*.contributions`` group and ``decompose_resid`` to the stream t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -277,7 +277,7 @@ def toolkit_groups_sum_to_the_stream(model: Any, case: Case) -> str:
         parts = [cache[f"layers.{layer}.layer_input"], *(cache[f"layers.{layer}.{term}"] for term in terms)]
         output = cache[f"layers.{layer}.layer_output"]
         spelled = " + ".join(term.rsplit(".", 1)[-1] for term in terms)
-        total = sum(part.float() for part in parts)
+        total = cast(torch.Tensor, sum(part.float() for part in parts))  # a tensor: parts holds layer_input at least
         gaps.add(expect_close(f"layers[{layer}]: layer_input + the cache's contributions ({spelled}) against layer_output", total, output.float(), dtype=coarsest(*parts, output)))
     values, labels = decompose_resid(cache)
     final = cache[f"layers.{model.num_layers - 1}.layer_output"]

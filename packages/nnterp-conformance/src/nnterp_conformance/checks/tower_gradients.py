@@ -52,7 +52,8 @@ def tower_plan(model: Any) -> tuple[list[str], dict[str, str]]:
 
     through, tower, said = reached_blocks(model)
     unread = f"past the tower stream the wrapper selects ({said}): the logits do not depend on it"
-    taken, left = [], {}
+    taken: list[str] = []
+    left: dict[str, str] = {}
 
     def own(root: Any, prefix: str) -> None:
         for name, value in declared_values(type(root)).items():

@@ -50,7 +50,7 @@ class Cohere2VisionTinyConfig(VisionTinyConfig):
             crop_to_patches=True,
             min_patches=1,
             max_patches=self.max_tiles,
-            patch_size=side // (vision.patch_size * config.downsample_factor),
+            patch_size=side // (vision.patch_size * config.downsample_factor),  # type: ignore[call-arg]  # a field transformers' kwargs TypedDict omits
         )
         Cohere2VisionProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(directory)
 

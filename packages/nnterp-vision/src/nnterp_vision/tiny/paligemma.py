@@ -42,7 +42,7 @@ class PaliGemmaTinyConfig(VisionTinyConfig):
         vision = config.vision_config
         side = vision.image_size
         images = SiglipImageProcessor(size={"height": side, "width": side})
-        images.image_seq_length = (side // vision.patch_size) ** 2
+        images.image_seq_length = (side // vision.patch_size) ** 2  # type: ignore[attr-defined]  # PaliGemmaProcessor reads it; transformers declares it on no image processor
         processor = PaliGemmaProcessor(image_processor=images, tokenizer=tokenizer)
         if len(processor.tokenizer) > config.text_config.vocab_size:
             raise ValueError(f"{self.model_type}: the processor's tokenizer holds {len(processor.tokenizer)} tokens")

@@ -33,7 +33,7 @@ class VideoLlavaTinyConfig(VisionTinyConfig):
             raise ValueError(f"{self.model_type}: the image and video tokens are ids {ids}; the config says otherwise")
         vision = config.vision_config
         side = vision.image_size
-        square = {"size": {"shortest_edge": side}, "crop_size": {"height": side, "width": side}}
+        square: dict[str, Any] = {"size": {"shortest_edge": side}, "crop_size": {"height": side, "width": side}}
         processor = VideoLlavaProcessor(
             image_processor=VideoLlavaImageProcessor(**square),
             video_processor=VideoLlavaVideoProcessor(**square),
