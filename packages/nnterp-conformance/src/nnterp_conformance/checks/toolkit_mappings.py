@@ -10,14 +10,26 @@ cache's ``layers.*.contributions`` group and ``decompose_resid`` to the stream t
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import torch
 
 from nnterp import Unavailable
 from nnterp import layouts
+from nnterp.identities import (
+    CONTRIBUTION,
+    HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES,
+    MID_STREAM,
+    PATTERN_IS_SOFTMAX_OF_SCORES,
+    STREAM_CONTINUITY,
+    Identity,
+    IdentityMismatch,
+    heads_from_pattern,
+    softmax_pattern,
+    stream_sum,
+)
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, has_softmax_attention, single_stream
+from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, has_softmax_attention, single_stream
 
 #: TransformerLens's axis names and the standard axes each may be (a query or key-value head, a value or query width)
 AXES: dict[str, tuple[str, ...]] = {
@@ -186,26 +198,30 @@ def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps:
     def close(what: str, actual: torch.Tensor, wanted: torch.Tensor, *parts: torch.Tensor) -> None:
         gaps.add(expect_close(f"blocks.{layer}: {what}", actual.float(), wanted.float(), dtype=coarsest(actual, wanted, *parts)))
 
+    def summed(identity: Identity, what: str, total: str, stream: str, *terms: str) -> None:
+        # the core identity, on TransformerLens's names: the stream after a block's terms is their sum with the stream
+        found, parts = get(total), [get(term) for term in terms]
+        expected = stream_sum(get(stream), parts)
+        gaps.add(expect_holds(identity, f"blocks.{layer}: {what}", found.float(), expected, dtype=coarsest(get(stream), *parts, found)))
+
     if layer + 1 < model.num_layers and has("hook_resid_post") and f"blocks.{layer + 1}.hook_resid_pre" in hooks:
         sent, received = get("hook_resid_post"), cache[f"blocks.{layer + 1}.hook_resid_pre"]
-        if not torch.equal(sent, received):
-            raise CheckFailure(f"blocks.{layer}.hook_resid_post differs from blocks.{layer + 1}.hook_resid_pre")
+        what = f"blocks.{layer + 1}.hook_resid_pre against blocks.{layer}.hook_resid_post"
+        expect_holds(STREAM_CONTINUITY, what, received, sent)
     mid, contributions = _terms(block)
     plain_mid = mid == (ATTENTION,)
     if has("hook_resid_pre", "hook_attn_out", "hook_resid_mid"):
         if plain_mid:
-            pre, out = get("hook_resid_pre"), get("hook_attn_out")
-            close("hook_resid_pre + hook_attn_out against hook_resid_mid", pre.float() + out.float(), get("hook_resid_mid"), pre, out)
+            summed(MID_STREAM, "hook_resid_pre + hook_attn_out against hook_resid_mid", "hook_resid_mid", "hook_resid_pre", "hook_attn_out")
         else:
             skipped["resid_pre + attn_out == resid_mid"] = f"layers[{layer}]'s mid stream adds {', '.join(mid) or 'no attention'}"
     if has("hook_resid_post", "hook_mlp_out"):
         if has("hook_resid_mid") and plain_mid and contributions == (ATTENTION, MLP):
-            middle, out = get("hook_resid_mid"), get("hook_mlp_out")
-            close("hook_resid_mid + hook_mlp_out against hook_resid_post", middle.float() + out.float(), get("hook_resid_post"), middle, out)
+            what = "hook_resid_mid + hook_mlp_out against hook_resid_post"
+            summed(CONTRIBUTION, what, "hook_resid_post", "hook_resid_mid", "hook_mlp_out")
         elif _is_parallel(block) and contributions == (ATTENTION, MLP) and has("hook_resid_pre", "hook_attn_out"):
-            pre, attention, out = get("hook_resid_pre"), get("hook_attn_out"), get("hook_mlp_out")
-            total = pre.float() + attention.float() + out.float()
-            close("hook_resid_pre + hook_attn_out + hook_mlp_out against hook_resid_post (a parallel block)", total, get("hook_resid_post"), pre, attention, out)
+            what = "hook_resid_pre + hook_attn_out + hook_mlp_out against hook_resid_post (a parallel block)"
+            summed(CONTRIBUTION, what, "hook_resid_post", "hook_resid_pre", "hook_attn_out", "hook_mlp_out")
         else:
             skipped["resid_mid + mlp_out == resid_post"] = f"layers[{layer}] adds {', '.join(contributions)}"
     if has("hook_mlp_in"):
@@ -220,7 +236,7 @@ def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps:
         attention = block.self_attn
         if getattr(attention, "mixed_heads", "attention_head_outputs") == "attention_head_outputs":
             pattern, values, heads = get("attn.hook_pattern"), get("attn.hook_v"), get("attn.hook_z")
-            _pattern_against_values(layer, pattern, values, heads, close)
+            _pattern_against_values(layer, pattern, values, heads, gaps)
         else:
             skipped["z == pattern @ v"] = f"layers[{layer}]'s attention mixes its heads before {attention.mixed_heads}, then gates them"
     if has("attn.hook_attn_scores", "attn.hook_pattern"):
@@ -229,33 +245,27 @@ def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps:
             # the table says TransformerLens's hook holds the pattern on this family: so must the toolkit's
             close("hook_attn_scores against hook_pattern (TransformerLens's hook holds the pattern here)", scores, pattern)
         else:
-            _softmax_against_pattern(block.self_attn, scores, pattern, close)
+            _softmax_against_pattern(layer, block.self_attn, scores, pattern, gaps)
 
 
-def _pattern_against_values(layer: int, pattern: torch.Tensor, values: torch.Tensor, heads: torch.Tensor, close: Any) -> None:
-    """``hook_z[b, q, h] == sum_k hook_pattern[b, h, q, k] * hook_v[b, k, h // group]``, each key-value head serving its group."""
-    count, kv = pattern.shape[1], values.shape[2]
-    if kv == 0 or count % kv or values.shape[1] != pattern.shape[-1]:
-        raise CheckFailure(
-            f"blocks.{layer}: hook_v {tuple(values.shape)} cannot be weighed by hook_pattern {tuple(pattern.shape)} "
-            "(TransformerLens's [batch, pos, head_index, d_head] against [batch, head_index, query_pos, key_pos])"
-        )
-    values = values.float().repeat_interleave(count // kv, dim=2)
-    expected = torch.einsum("bhqk,bkhd->bqhd", pattern.float(), values)
-    close("hook_pattern @ hook_v against hook_z, per head", heads, expected, pattern)
+def _pattern_against_values(layer: int, pattern: torch.Tensor, values: torch.Tensor, heads: torch.Tensor, gaps: Gaps) -> None:
+    """``hook_z == hook_pattern @ hook_v`` per head (``identities.heads_from_pattern``), on TransformerLens's layouts:
+    ``hook_v`` is ``[batch, pos, head_index, d_head]``, each key-value head serving its group."""
+    try:
+        expected = heads_from_pattern(pattern, values.transpose(1, 2))
+    except IdentityMismatch as error:
+        raise CheckFailure(f"blocks.{layer}: hook_pattern @ hook_v: {error} (TransformerLens's hook_v is [batch, pos, head_index, d_head])") from None
+    what = f"blocks.{layer}: hook_pattern @ hook_v against hook_z, per head"
+    gaps.add(expect_holds(HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES, what, heads.float(), expected, dtype=coarsest(heads, pattern)))
 
 
-def _softmax_against_pattern(attention: Any, scores: torch.Tensor, pattern: torch.Tensor, close: Any) -> None:
-    """``softmax(hook_attn_scores) == hook_pattern``, the mask inside the scores; a sink column joins the softmax, then goes."""
-    sink = getattr(attention, "sink_column", False)
-    scores = scores.float()
-    if sink:
-        sinks = attention.sink_logits.detach().float().view(1, -1, 1, 1)
-        scores = torch.cat([scores, sinks.expand(*scores.shape[:-1], 1)], dim=-1)
-    expected = torch.softmax(scores, dim=-1)
-    if sink:
-        expected = expected[..., :-1]
-    close("softmax(hook_attn_scores) against hook_pattern", pattern, expected.to(pattern.dtype))
+def _softmax_against_pattern(layer: int, attention: Any, scores: torch.Tensor, pattern: torch.Tensor, gaps: Gaps) -> None:
+    """``softmax(hook_attn_scores) == hook_pattern`` (``identities.softmax_pattern``), the mask inside the scores; a sink
+    column joins the softmax, then goes."""
+    sinks = attention.sink_logits if attention.sink_column else None
+    expected = softmax_pattern(scores, sinks).to(pattern.dtype)
+    what = f"blocks.{layer}: softmax(hook_attn_scores) against hook_pattern"
+    gaps.add(expect_holds(PATTERN_IS_SOFTMAX_OF_SCORES, what, pattern.float(), expected.float(), dtype=pattern.dtype))
 
 
 @check("toolkit", applies=single_stream, drawn=False)
@@ -277,8 +287,8 @@ def toolkit_groups_sum_to_the_stream(model: Any, case: Case) -> str:
         parts = [cache[f"layers.{layer}.layer_input"], *(cache[f"layers.{layer}.{term}"] for term in terms)]
         output = cache[f"layers.{layer}.layer_output"]
         spelled = " + ".join(term.rsplit(".", 1)[-1] for term in terms)
-        total = cast(torch.Tensor, sum(part.float() for part in parts))  # a tensor: parts holds layer_input at least
-        gaps.add(expect_close(f"layers[{layer}]: layer_input + the cache's contributions ({spelled}) against layer_output", total, output.float(), dtype=coarsest(*parts, output)))
+        what = f"layers[{layer}]: layer_input + the cache's contributions ({spelled}) against layer_output"
+        gaps.add(expect_holds(CONTRIBUTION, what, output.float(), stream_sum(parts[0], parts[1:]), dtype=coarsest(*parts, output)))
     values, labels = decompose_resid(cache)
     final = cache[f"layers.{model.num_layers - 1}.layer_output"]
     gaps.add(expect_close(f"decompose_resid's {len(labels)} terms summed against the last layer_output", values.float().sum(0), final.float(), dtype=coarsest(values, final)))
