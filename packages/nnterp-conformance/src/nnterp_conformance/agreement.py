@@ -6,7 +6,8 @@ with the same checkpoint loaded whole on one device, through ``agreement``.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: how closely the two loadings' values must match: float32 sums in another order (a sharded matmul)
 ATOL = 1e-5
@@ -40,9 +41,9 @@ def agreement(whole: Any, other: Any, prompts: list[str], label: str) -> list[tu
     ``label`` says how ``other`` was loaded (``sharded``, ``offloaded``) in
     the rows: ``"... moves the sharded logits"``, ``"raised offloaded: ..."``.
     """
-    import torch
-
     from nnterp.toolkit import cache_values, logit_lens
+
+    import torch
 
     rows: list[tuple[str, str | None]] = []
 
@@ -83,7 +84,10 @@ def agreement(whole: Any, other: Any, prompts: list[str], label: str) -> list[tu
         # an edit that does not reach the model would agree too
         moved = not torch.allclose(traced(edit)(other), plain, atol=ATOL)
         rows.append((f"{what} moves the {label} logits", None if moved else "the logits did not change"))
-    compare("project_on_vocab(layers[0].layer_output)", traced(lambda model: model.project_on_vocab(model.layers[0].layer_output)))
+    compare(
+        "project_on_vocab(layers[0].layer_output)",
+        traced(lambda model: model.project_on_vocab(model.layers[0].layer_output)),
+    )
     compare("logit_lens", lambda model: logit_lens(model, prompts))
     names = ["layers.*.layer_output", "logits"]
     if whole.support(layer=whole.num_layers - 1).get("self_attn.attention_probabilities", "missing") is None:
@@ -127,8 +131,6 @@ def _edits(model: Any) -> list[tuple[str, Callable[[Any], Any]]]:
     return edits
 
 
-
-
 def record(whole: Any, other: Any, label: str, only: list[str] | None = None) -> dict:
     """The checks' verdicts on ``other`` and its ``agreement`` with ``whole``, with the count of failures (JSON-ready)."""
     from .runner import PROMPTS, run
@@ -146,7 +148,9 @@ def record(whole: Any, other: Any, label: str, only: list[str] | None = None) ->
 def record_lines(title: str, found: dict) -> list[str]:
     """A ``record`` as the command line prints it: the checks, then each comparison, then the failures."""
     lines = [title, "checks:"]
-    lines += [f"  {verdict['status'].upper():4}  {name}: {verdict['detail']}" for name, verdict in found["checks"].items()]
+    lines += [
+        f"  {verdict['status'].upper():4}  {name}: {verdict['detail']}" for name, verdict in found["checks"].items()
+    ]
     lines.append("agreement with one device:")
     for what, problem in found["agreement"].items():
         lines.append(f"  {'same' if problem is None else 'DIFFERS'}  {what}{'' if problem is None else ': ' + problem}")

@@ -17,14 +17,14 @@ import hashlib
 import json
 import os
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 #: the import packages whose code decides a model's structure and a check's applicability
 DECIDING = ("nnterp", "nnterp_text", "nnterp_recurrent", "nnterp_vision", "nnterp_conformance")
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_digest() -> str:
     """A digest of every module of the installed nnterp packages (and of the checks plugins add)."""
     import importlib.util

@@ -70,8 +70,22 @@ def _digest(tiny: Any) -> str:
     import transformers
 
     # the code that builds and saves it too: a TinyConfig subclass's build or processor changes the checkpoint
-    writers = [inspect.getsource(cls) for cls in type(tiny).__mro__ if cls.__module__.split(".")[0] not in ("builtins", "nnterp")]
-    text = repr((tiny.config().to_json_string(), sorted(tiny.load.items()), transformers.__version__, CORPUS, SEED, NOISE, NOISED))
+    writers = [
+        inspect.getsource(cls)
+        for cls in type(tiny).__mro__
+        if cls.__module__.split(".")[0] not in ("builtins", "nnterp")
+    ]
+    text = repr(
+        (
+            tiny.config().to_json_string(),
+            sorted(tiny.load.items()),
+            transformers.__version__,
+            CORPUS,
+            SEED,
+            NOISE,
+            NOISED,
+        )
+    )
     if writers:
         text += repr(writers)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -118,7 +132,9 @@ def write_checkpoint(tiny: Any, directory: Path) -> None:
     config = tiny.config()
     tokenizer = build_tokenizer()
     if getattr(config, "vocab_size", TOKENIZER_VOCAB) < len(tokenizer):
-        raise ValueError(f"{tiny.model_type}: vocab_size {config.vocab_size} is smaller than the tokenizer's {len(tokenizer)}")
+        raise ValueError(
+            f"{tiny.model_type}: vocab_size {config.vocab_size} is smaller than the tokenizer's {len(tokenizer)}"
+        )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
         # a checkpoint that is not a causal LM (a vision-language wrapper) builds its own class

@@ -41,13 +41,17 @@ def check_command(arguments: argparse.Namespace) -> int:
 
         devices = tuple(arguments.offload.split(","))
         if len(devices) != 2:
-            raise SystemExit(f"--offload takes two devices, the first half's and the second's: cpu,disk or cuda:0,cuda:1 (got {arguments.offload!r})")
+            raise SystemExit(
+                f"--offload takes two devices, the first half's and the second's: cpu,disk or cuda:0,cuda:1 (got {arguments.offload!r})"
+            )
         found = offloaded_record(str(arguments.checkpoint), arguments.only, devices)
         if arguments.json:
             print(json.dumps(found, indent=2))
         else:
             split = ", ".join(f"{name}: {device}" for name, device in found["device_map"].items())
-            print("\n".join(record_lines(f"{arguments.checkpoint} split over {' and '.join(devices)} ({split})", found)))
+            print(
+                "\n".join(record_lines(f"{arguments.checkpoint} split over {' and '.join(devices)} ({split})", found))
+            )
         return 1 if found["failed"] else 0
 
     from .runner import load, run
@@ -85,49 +89,87 @@ def _jsonable(reasons: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nnterp-conformance", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,list,report,mutants,upgrade-report}")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="{check,list,report,mutants,upgrade-report}"
+    )
     check = commands.add_parser("check", help="print a checkpoint's support table and run every check on it")
-    check.add_argument("checkpoint", help="a registered tiny checkpoint's name (gpt2, llama, ...) or a checkpoint directory")
+    check.add_argument(
+        "checkpoint", help="a registered tiny checkpoint's name (gpt2, llama, ...) or a checkpoint directory"
+    )
     check.add_argument("--json", action="store_true", help="print one JSON record instead of the table")
     check.add_argument("--only", action="append", help="run only this check (repeatable)")
     check.add_argument("--attn-implementation", default=None, help="load with this attention implementation")
     check.add_argument(
-        "--threads", type=int, default=None, metavar="N",
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
         help="torch threads (default: 1 on a registered tiny checkpoint, torch's own default on a directory)",
     )
     check.add_argument(
-        "--tensor-parallel", type=int, default=None, metavar="RANKS",
+        "--tensor-parallel",
+        type=int,
+        default=None,
+        metavar="RANKS",
         help="run the checks on the checkpoint sharded over RANKS processes (torchrun) and compare it with one process",
     )
     check.add_argument(
-        "--offload", nargs="?", const="cpu,disk", default=None, metavar="FIRST,SECOND",
+        "--offload",
+        nargs="?",
+        const="cpu,disk",
+        default=None,
+        metavar="FIRST,SECOND",
         help="run the checks on the checkpoint split by device_map, half its blocks on each device (default cpu,disk), "
         "and compare it with one device",
     )
     commands.add_parser("list", help="list the registered tiny checkpoints")
-    report = commands.add_parser("report", help="run the kit on every registered checkpoint and write docs/families.{json,md}")
+    report = commands.add_parser(
+        "report", help="run the kit on every registered checkpoint and write docs/families.{json,md}"
+    )
     report.add_argument("--out", default="docs", help="the folder to write into (default: docs)")
-    report.add_argument("--check", action="store_true", help="write nothing; exit non-zero if the files there are stale")
+    report.add_argument(
+        "--check", action="store_true", help="write nothing; exit non-zero if the files there are stale"
+    )
     report.add_argument("--jobs", type=int, default=1, help="processes sharing the checkpoints (default: 1)")
-    mutants = commands.add_parser("mutants", help="run the standard mutants on checkpoints and print which checks kill them")
+    mutants = commands.add_parser(
+        "mutants", help="run the standard mutants on checkpoints and print which checks kill them"
+    )
     mutants.add_argument("checkpoint", nargs="+", help="registered tiny checkpoints' names or checkpoint directories")
     upgrade = commands.add_parser(
         "upgrade-report",
         help="run the kit in a scratch environment with another transformers release and report what moved, per family",
     )
     upgrade.add_argument("--transformers", required=True, metavar="X.Y.Z", help="the transformers release to try")
-    upgrade.add_argument("--env", default=None, metavar="DIR", help="build (or reuse) the scratch environment here and keep it (default: a temporary folder)")
-    upgrade.add_argument("--checkpoint", action="append", default=None, metavar="NAME", help="a registered checkpoint to run (repeatable; default: every one)")
     upgrade.add_argument(
-        "--out", default=None, metavar="FILE",
+        "--env",
+        default=None,
+        metavar="DIR",
+        help="build (or reuse) the scratch environment here and keep it (default: a temporary folder)",
+    )
+    upgrade.add_argument(
+        "--checkpoint",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a registered checkpoint to run (repeatable; default: every one)",
+    )
+    upgrade.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
         help="where to write the Markdown (default: nnterp-upgrade/upgrade-report-X.Y.Z.md in the system's temporary folder)",
     )
     upgrade.add_argument(
-        "--baseline", default=None, metavar="FILE",
+        "--baseline",
+        default=None,
+        metavar="FILE",
         help="a families.json to compare with, instead of running the kit on the checkpoints in this environment",
     )
     upgrade.add_argument(
-        "--jobs", type=processes, default=1, metavar="N",
+        "--jobs",
+        type=processes,
+        default=1,
+        metavar="N",
         help="processes sharing the checkpoints, on each side: the release's and this environment's (default: 1)",
     )
     # the radar's own: the raw records of this environment's release (what upgrade-report runs on both sides)
@@ -206,7 +248,9 @@ def mutants_command(arguments: argparse.Namespace) -> int:
 
     def progress(mutant: Any, found: Any) -> None:
         kill = found.status == "fail" and mutant.message in found.detail
-        print(f"{'killed  ' if kill else 'SURVIVES'}  {mutant.name}  [{mutant.check}]  {found.detail if kill else mutant.reason}")
+        print(
+            f"{'killed  ' if kill else 'SURVIVES'}  {mutant.name}  [{mutant.check}]  {found.detail if kill else mutant.reason}"
+        )
 
     chosen = [mutant for checkpoint in arguments.checkpoint for mutant in standard_mutants(checkpoint)]
     kills, total = score(chosen, progress)

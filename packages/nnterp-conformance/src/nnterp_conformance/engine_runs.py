@@ -87,7 +87,9 @@ def _edit_neurons(model: Any) -> None:
 def _edit_routing(model: Any) -> None:
     """The routing: block 1's router logits for expert 0 pushed down, by assignment."""
     logits = model.layers[1].mlp.router_logits
-    model.layers[1].mlp.router_logits = logits - 10 * torch.nn.functional.one_hot(torch.zeros_like(logits[..., 0]).long(), logits.shape[-1])
+    model.layers[1].mlp.router_logits = logits - 10 * torch.nn.functional.one_hot(
+        torch.zeros_like(logits[..., 0]).long(), logits.shape[-1]
+    )
 
 
 #: edit name -> (the block value it needs served, the edit written in standard names)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+
 @dataclass(frozen=True)
 class Mutant:
     """A checkpoint loaded with one component changed, the check that must fail on it, and why it is wrong."""
@@ -88,10 +89,14 @@ def standard_mutants(checkpoint: str) -> list[Mutant]:
     model, block = _components(checkpoint)
     mutants: list[Mutant] = []
 
-    def on(envoy: Any, what: str, check: str, message: str, reason: str, component: type | None = None, **values: Any) -> None:
+    def on(
+        envoy: Any, what: str, check: str, message: str, reason: str, component: type | None = None, **values: Any
+    ) -> None:
         """A mutant of ``envoy``'s component: ``component`` given, else the component with ``values`` moved."""
         wrong = component or moved(type(envoy), reason, **values)
-        mutants.append(Mutant(f"{checkpoint}: {what}", checkpoint, {type(envoy._module): wrong}, check, message, reason))
+        mutants.append(
+            Mutant(f"{checkpoint}: {what}", checkpoint, {type(envoy._module): wrong}, check, message, reason)
+        )
 
     if "self_attn" in block.__dict__:
         _attention_mutants(block.self_attn, on)
@@ -114,56 +119,125 @@ def _judged_here(model: Any, mutants: list[Mutant]) -> list[Mutant]:
 
 #: the checks that judge an attention's values, on a text block and on a vision tower's
 TEXT_ATTENTION = {
-    "scores": "scores_are_queries_against_keys", "heads": "head_outputs_are_pattern_against_values",
-    "pattern": "pattern_is_softmax_of_scores", "contribution": "contribution",
+    "scores": "scores_are_queries_against_keys",
+    "heads": "head_outputs_are_pattern_against_values",
+    "pattern": "pattern_is_softmax_of_scores",
+    "contribution": "contribution",
 }
 TOWER_ATTENTION = {name: f"vision_{check}" for name, check in TEXT_ATTENTION.items()}
 
 
-def _attention_mutants(attention: Any, on: Callable[..., None], checks: dict[str, str] = TEXT_ATTENTION, who: str = "") -> None:
+def _attention_mutants(
+    attention: Any, on: Callable[..., None], checks: dict[str, str] = TEXT_ATTENTION, who: str = ""
+) -> None:
     """The attention's mistakes: two values of one layout served for each other, the contribution before the projection.
 
     ``checks`` names the check judging each (a tower's own, ``TOWER_ATTENTION``), ``who`` prefixes the mutants' names.
     """
     if not _available(attention, "attention_queries", "attention_keys", "attention_scores", "attention_values"):
         return
-    on(attention, f"{who}queries and keys swapped", checks["scores"], "queries @ keys^T",
-       "the queries served as the keys and the keys as the queries: with as many key heads as query heads the shapes agree",
-       attention_queries="attention_keys", attention_keys="attention_queries")
-    on(attention, f"{who}values read as keys", checks["heads"], "attention_probabilities @ attention_values",
-       "attention_values pointed at the keys' operation: the same layout, another tensor", attention_values="attention_keys")
-    on(attention, f"{who}pattern read at the scores", checks["pattern"], "softmax(attention_scores) against attention_probabilities",
-       "attention_probabilities pointed at the softmax's input instead of its output", attention_probabilities="attention_scores")
-    on(attention, f"{who}scores read at the pattern", checks["scores"], "queries @ keys^T",
-       "attention_scores pointed at the softmax's output instead of its input", attention_scores="attention_probabilities")
+    on(
+        attention,
+        f"{who}queries and keys swapped",
+        checks["scores"],
+        "queries @ keys^T",
+        "the queries served as the keys and the keys as the queries: with as many key heads as query heads the shapes agree",
+        attention_queries="attention_keys",
+        attention_keys="attention_queries",
+    )
+    on(
+        attention,
+        f"{who}values read as keys",
+        checks["heads"],
+        "attention_probabilities @ attention_values",
+        "attention_values pointed at the keys' operation: the same layout, another tensor",
+        attention_values="attention_keys",
+    )
+    on(
+        attention,
+        f"{who}pattern read at the scores",
+        checks["pattern"],
+        "softmax(attention_scores) against attention_probabilities",
+        "attention_probabilities pointed at the softmax's input instead of its output",
+        attention_probabilities="attention_scores",
+    )
+    on(
+        attention,
+        f"{who}scores read at the pattern",
+        checks["scores"],
+        "queries @ keys^T",
+        "attention_scores pointed at the softmax's output instead of its input",
+        attention_scores="attention_probabilities",
+    )
     if "o_proj" in attention.__dict__:
-        on(attention, f"{who}contribution read before the output projection", checks["contribution"], "against layer_output",
-           "attention_output pointed at what o_proj receives, the joined heads, instead of what it returns",
-           attention_output=type(attention).attention_output.at("o_proj.input", select=None))
+        on(
+            attention,
+            f"{who}contribution read before the output projection",
+            checks["contribution"],
+            "against layer_output",
+            "attention_output pointed at what o_proj receives, the joined heads, instead of what it returns",
+            attention_output=type(attention).attention_output.at("o_proj.input", select=None),
+        )
 
 
 def _stream_mutants(model: Any, block: Any, on: Callable[..., None]) -> None:
     """The residual stream's and the norms' mistakes: a boundary read at the wrong side of a sublayer, one norm for the other."""
-    if _available(block, "attention_norm_output", "mlp_norm_output") and _differ(model, block, "attention_norm_output", "mlp_norm_output"):
-        on(block, "mlp_norm_output read at the attention's norm", "norm_outputs_feed_the_sublayers", "mlp_norm_output against",
-           "mlp_norm_output pointed at the attention's norm: the same layout, the wrong sublayer's input", mlp_norm_output="attention_norm_output")
+    if _available(block, "attention_norm_output", "mlp_norm_output") and _differ(
+        model, block, "attention_norm_output", "mlp_norm_output"
+    ):
+        on(
+            block,
+            "mlp_norm_output read at the attention's norm",
+            "norm_outputs_feed_the_sublayers",
+            "mlp_norm_output against",
+            "mlp_norm_output pointed at the attention's norm: the same layout, the wrong sublayer's input",
+            mlp_norm_output="attention_norm_output",
+        )
     if _available(block, "layer_mid", "layer_output") and "mlp" in block.__dict__:
-        on(block, "layer_output read at the mid stream", "contribution", "against layer_output",
-           "layer_output pointed at the stream between the sublayers, before the MLP adds to it", layer_output="layer_mid")
-        on(block, "layer_mid read at the block's input", "mid_stream", "against layer_mid",
-           "layer_mid pointed at the stream entering the block, before the attention adds to it", layer_mid="layer_input")
+        on(
+            block,
+            "layer_output read at the mid stream",
+            "contribution",
+            "against layer_output",
+            "layer_output pointed at the stream between the sublayers, before the MLP adds to it",
+            layer_output="layer_mid",
+        )
+        on(
+            block,
+            "layer_mid read at the block's input",
+            "mid_stream",
+            "against layer_mid",
+            "layer_mid pointed at the stream entering the block, before the attention adds to it",
+            layer_mid="layer_input",
+        )
     if _available(block, "layer_input", "layer_output") and model.num_layers > 1:
-        on(block, "layer_input read at the block's output", "stream_continuity", "layer_input against layers[",
-           "layer_input pointed at what the block returns instead of what it receives: each block off by one",
-           layer_input="layer_output")
+        on(
+            block,
+            "layer_input read at the block's output",
+            "stream_continuity",
+            "layer_input against layers[",
+            "layer_input pointed at what the block returns instead of what it receives: each block off by one",
+            layer_input="layer_output",
+        )
     if _available(block, "layer_output"):
-        on(block, "layer_output served detached", "gradients_are_derivatives", "is not on the path",
-           "layer_output served as value.detach(): the same numbers and storage, so sums and in-place edits hold, but no "
-           "gradient reaches it", layer_output=_detached(type(block).layer_output))
+        on(
+            block,
+            "layer_output served detached",
+            "gradients_are_derivatives",
+            "is not on the path",
+            "layer_output served as value.detach(): the same numbers and storage, so sums and in-place edits hold, but no "
+            "gradient reaches it",
+            layer_output=_detached(type(block).layer_output),
+        )
     if _available(block, "layer_input", "attention_norm_output"):
-        on(block, "layer_input read at the attention norm", "contribution", "against layer_output",
-           "layer_input pointed at the first norm's output, what the attention reads, instead of the stream itself",
-           layer_input="attention_norm_output")
+        on(
+            block,
+            "layer_input read at the attention norm",
+            "contribution",
+            "against layer_output",
+            "layer_input pointed at the first norm's output, what the attention reads, instead of the stream itself",
+            layer_input="attention_norm_output",
+        )
 
 
 def multi_stream_mutants(checkpoint: str) -> list[Mutant]:
@@ -174,27 +248,60 @@ def multi_stream_mutants(checkpoint: str) -> list[Mutant]:
     mutants: list[Mutant] = []
 
     def on(what: str, check: str, message: str, reason: str, **values: Any) -> None:
-        mutants.append(Mutant(f"{checkpoint}: {what}", checkpoint, {type(block._module): moved(type(block), reason, **values)}, check, message, reason))
+        mutants.append(
+            Mutant(
+                f"{checkpoint}: {what}",
+                checkpoint,
+                {type(block._module): moved(type(block), reason, **values)},
+                check,
+                message,
+                reason,
+            )
+        )
 
     component = type(block)
     if _available(block, "layer_input", "layer_mid"):
-        on("layer_mid read before the attention's mixing", "streams_follow_from_mixing", "against layer_mid",
-           "layer_mid pointed at the streams entering the block, before the attention's output is spread over them and they are mixed",
-           layer_mid="layer_input")
+        on(
+            "layer_mid read before the attention's mixing",
+            "streams_follow_from_mixing",
+            "against layer_mid",
+            "layer_mid pointed at the streams entering the block, before the attention's output is spread over them and they are mixed",
+            layer_mid="layer_input",
+        )
     if _available(block, "attention_collapse_weights", "attention_spread_weights"):
-        on("collapse and spread weights swapped", "sublayers_read_the_collapse", "against attention_collapsed",
-           "the hyper-connection's pre weights served as the post weights and the post as the pre: the same layout, the other side of the sublayer",
-           attention_collapse_weights="attention_spread_weights", attention_spread_weights="attention_collapse_weights")
+        on(
+            "collapse and spread weights swapped",
+            "sublayers_read_the_collapse",
+            "against attention_collapsed",
+            "the hyper-connection's pre weights served as the post weights and the post as the pre: the same layout, the other side of the sublayer",
+            attention_collapse_weights="attention_spread_weights",
+            attention_spread_weights="attention_collapse_weights",
+        )
     if _available(block, "layer_output"):
-        on("one stream served for all", "streams_follow_from_mixing", "against layer_output",
-           "layer_output served as its first stream repeated over the streams axis: right on a block whose streams start equal, wrong after",
-           layer_output=_first_stream(component.layer_output))
+        on(
+            "one stream served for all",
+            "streams_follow_from_mixing",
+            "against layer_output",
+            "layer_output served as its first stream repeated over the streams axis: right on a block whose streams start equal, wrong after",
+            layer_output=_first_stream(component.layer_output),
+        )
     if _available(block, "attention_stream_mixing"):
         # the streams the mixing reaches: layer_mid past a hyper-connection, layer_output past AltUp's one step
-        after = next((values["after"] for values in component.STREAM_STEPS.values() if values.get("mixing") == "attention_stream_mixing"), "layer_mid")
-        on("stream mixing read untransposed", "streams_follow_from_mixing", f"against {after}",
-           "attention_stream_mixing served transposed: the model mixes by comb^T, sum_j comb[j, k] * streams[j], and Sinkhorn's matrix is not symmetric",
-           attention_stream_mixing=_transposed(component.attention_stream_mixing))
+        after = next(
+            (
+                values["after"]
+                for values in component.STREAM_STEPS.values()
+                if values.get("mixing") == "attention_stream_mixing"
+            ),
+            "layer_mid",
+        )
+        on(
+            "stream mixing read untransposed",
+            "streams_follow_from_mixing",
+            f"against {after}",
+            "attention_stream_mixing served transposed: the model mixes by comb^T, sum_j comb[j, k] * streams[j], and Sinkhorn's matrix is not symmetric",
+            attention_stream_mixing=_transposed(component.attention_stream_mixing),
+        )
     return _judged_here(model, mutants)
 
 
@@ -221,21 +328,48 @@ def _detached(value: Any) -> Any:
 def _mlp_mutants(model: Any, mlp: Any, on: Callable[..., None]) -> None:
     """The MLP's and the mixture's mistakes: a value one operation off, or a routing declared as a sibling's."""
     if _available(mlp, "mlp_output"):
-        on(mlp, "mlp_output read at the MLP's input", "contribution", "against layer_output",
-           "mlp_output pointed at what the MLP is called with, the norm's output, instead of what it returns",
-           mlp_output=type(mlp).mlp_output.at("input", select=None))
+        on(
+            mlp,
+            "mlp_output read at the MLP's input",
+            "contribution",
+            "against layer_output",
+            "mlp_output pointed at what the MLP is called with, the norm's output, instead of what it returns",
+            mlp_output=type(mlp).mlp_output.at("input", select=None),
+        )
     if _available(mlp, "mlp_activation", "mlp_neurons") and _differ(model, mlp, "mlp_activation", "mlp_neurons"):
-        on(mlp, "neurons read at the activation", "neurons_make_contribution", "against mlp_neurons",
-           "mlp_neurons pointed at act_fn's output: on a gated MLP that misses the up projection it is multiplied by",
-           mlp_neurons="mlp_activation")
+        on(
+            mlp,
+            "neurons read at the activation",
+            "neurons_make_contribution",
+            "against mlp_neurons",
+            "mlp_neurons pointed at act_fn's output: on a gated MLP that misses the up projection it is multiplied by",
+            mlp_neurons="mlp_activation",
+        )
     if _available(mlp, "expert_weights", "router_logits"):
         reason = "the routing declared as a sibling's: the chosen weights renormalized where the router does not, or not where it does"
         component = type(mlp)
-        flipped = type(f"Mutated{component.__name__}", (component,), {"__doc__": reason, "normalizes": lambda self: not component.normalizes(self)})
-        on(mlp, "routing renormalization flipped", "routing_follows_scoring", "against route(router_logits)", reason, component=flipped)
+        flipped = type(
+            f"Mutated{component.__name__}",
+            (component,),
+            {"__doc__": reason, "normalizes": lambda self: not component.normalizes(self)},
+        )
+        on(
+            mlp,
+            "routing renormalization flipped",
+            "routing_follows_scoring",
+            "against route(router_logits)",
+            reason,
+            component=flipped,
+        )
     if _available(mlp, "shared_expert_output", "routed_output", "mixture_output"):
-        on(mlp, "routed_output read at the mixture's output", "mixture_adds_up", "against mixture_output",
-           "routed_output pointed at the mixture's output, which already holds the shared expert's share", routed_output="mixture_output")
+        on(
+            mlp,
+            "routed_output read at the mixture's output",
+            "mixture_adds_up",
+            "against mixture_output",
+            "routed_output pointed at the mixture's output, which already holds the shared expert's share",
+            routed_output="mixture_output",
+        )
 
 
 def hooks_path_mutants(checkpoint: str) -> list[Mutant]:
@@ -251,8 +385,15 @@ def hooks_path_mutants(checkpoint: str) -> list[Mutant]:
         "positions then count its padding, where the trace numbers them from its first real token"
     )
     mutants = [
-        Mutant(f"{checkpoint}: hooks path called with the tokenizer's batch", checkpoint, {}, "hooks_path_reads_the_traced_values",
-               "reads another tensor than the trace", reason, patches={(_hooks, "model_inputs"): _as_tokenized}),
+        Mutant(
+            f"{checkpoint}: hooks path called with the tokenizer's batch",
+            checkpoint,
+            {},
+            "hooks_path_reads_the_traced_values",
+            "reads another tensor than the trace",
+            reason,
+            patches={(_hooks, "model_inputs"): _as_tokenized},
+        ),
     ]
     return _judged_here(model, mutants)
 
@@ -278,21 +419,34 @@ def toolkit_mutants(checkpoint: str) -> list[Mutant]:
         mutants.append(Mutant(f"{checkpoint}: {what}", checkpoint, {}, check, message, reason, patches=patches))
 
     if _available(block, "layer_mid", "mlp_input") and _differ(model, block, "layer_mid", "mlp_input"):
-        on("hook_mlp_in mapped to the MLP's normed input", "toolkit_names_read_their_values", "hook_mlp_in against hook_resid_mid",
-           "the table maps hook_mlp_in to mlp_input, what the MLP is called with after its norm, instead of the stream the norm reads",
-           _row_changed("hook_mlp_in", standard="mlp_input", unless=()))
+        on(
+            "hook_mlp_in mapped to the MLP's normed input",
+            "toolkit_names_read_their_values",
+            "hook_mlp_in against hook_resid_mid",
+            "the table maps hook_mlp_in to mlp_input, what the MLP is called with after its norm, instead of the stream the norm reads",
+            _row_changed("hook_mlp_in", standard="mlp_input", unless=()),
+        )
     if "self_attn" in block.__dict__ and _available(block.self_attn, "attention_values"):
         from nnterp.toolkit.names import SAME
 
-        on("attn.hook_v served without its transpose", "toolkit_names_read_their_values", "attn.hook_v",
-           "the table serves attn.hook_v in the standard [batch, heads, seq, head_dim] layout, not TransformerLens's "
-           "[batch, pos, head, d_head]: silent in shape wherever heads equal positions",
-           _row_changed("attn.hook_v", layout=SAME))
+        on(
+            "attn.hook_v served without its transpose",
+            "toolkit_names_read_their_values",
+            "attn.hook_v",
+            "the table serves attn.hook_v in the standard [batch, heads, seq, head_dim] layout, not TransformerLens's "
+            "[batch, pos, head, d_head]: silent in shape wherever heads equal positions",
+            _row_changed("attn.hook_v", layout=SAME),
+        )
     declared = [getattr(model.layers[index], "contributions", None) for index in range(model.num_layers)]
     if any(terms is not None and tuple(terms()) != _TWO_TERMS for terms in declared):
-        on("the cache's contributions as attention_output + mlp_output", "toolkit_groups_sum_to_the_stream", "the cache's contributions",
-           "the cache expands layers.*.contributions as attention_output + mlp_output on every block instead of the block's "
-           "contributions(): a rescaled residual's or a per-layer input's terms dropped", {(cache, "_block_terms"): _two_terms})
+        on(
+            "the cache's contributions as attention_output + mlp_output",
+            "toolkit_groups_sum_to_the_stream",
+            "the cache's contributions",
+            "the cache expands layers.*.contributions as attention_output + mlp_output on every block instead of the block's "
+            "contributions(): a rescaled residual's or a per-layer input's terms dropped",
+            {(cache, "_block_terms"): _two_terms},
+        )
     return _judged_here(model, mutants)
 
 
@@ -328,7 +482,9 @@ def killed(mutant: Mutant, case: Any = None) -> Any:
     passed = verdict(mutant.check, load(mutant.checkpoint, **mutant.load), case)
     if passed.status != "pass":
         raise AssertionError(f"{mutant.name}: {mutant.check} does not pass on the family itself: {passed}")
-    family = with_envoys(family_named(checkpoint_family(mutant.checkpoint)), dict(mutant.envoys), name=f"mutant_{mutant.checkpoint}")
+    family = with_envoys(
+        family_named(checkpoint_family(mutant.checkpoint)), dict(mutant.envoys), name=f"mutant_{mutant.checkpoint}"
+    )
     model = load(mutant.checkpoint, family=family, **mutant.load)
     with patched(mutant.patches):
         return verdict(mutant.check, model, case)

@@ -42,7 +42,9 @@ def offloaded(checkpoint: str, whole: Any, devices: tuple[str, str] = ("cpu", "d
     return load(checkpoint, device_map=split_map(whole, *devices), offload_folder=folder, dispatch=True)
 
 
-def offloaded_record(checkpoint: str, only: list[str] | None = None, devices: tuple[str, str] = ("cpu", "disk")) -> dict:
+def offloaded_record(
+    checkpoint: str, only: list[str] | None = None, devices: tuple[str, str] = ("cpu", "disk")
+) -> dict:
     """The checks' verdicts on ``checkpoint`` split over ``devices``, and its agreement with one device."""
     from .agreement import record
     from .runner import load

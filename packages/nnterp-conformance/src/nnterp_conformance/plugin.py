@@ -24,7 +24,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -90,15 +91,34 @@ def settle(config: pytest.Config) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nnterp", "nnterp conformance kit")
-    group.addoption("--nnterp-checkpoint", action="append", default=[], metavar="NAME_OR_PATH", help="check only this checkpoint (repeatable)")
-    group.addoption("--nnterp-family", action="append", default=[], metavar="NAME", help="check only the registered checkpoints of this family (repeatable)")
-    group.addoption("--nnterp-shard", default=None, metavar="I/N", help="check only the I-th of N stable shares of the checkpoints")
     group.addoption(
-        "--nnterp-dtype", default=None, metavar="DTYPE", choices=("float32", "bfloat16", "float16"),
+        "--nnterp-checkpoint",
+        action="append",
+        default=[],
+        metavar="NAME_OR_PATH",
+        help="check only this checkpoint (repeatable)",
+    )
+    group.addoption(
+        "--nnterp-family",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="check only the registered checkpoints of this family (repeatable)",
+    )
+    group.addoption(
+        "--nnterp-shard", default=None, metavar="I/N", help="check only the I-th of N stable shares of the checkpoints"
+    )
+    group.addoption(
+        "--nnterp-dtype",
+        default=None,
+        metavar="DTYPE",
+        choices=("float32", "bfloat16", "float16"),
         help="load the kit's checkpoints in this dtype (default: as each is registered, float32)",
     )
     group.addoption(
-        "--nnterp-settings", action="store_true", default=False,
+        "--nnterp-settings",
+        action="store_true",
+        default=False,
         help="give this whole run the kit's process settings (one torch thread per xdist worker, no transformers or hub "
         "progress bars); without it they apply only when the kit's fixtures are collected or another --nnterp-* option is given",
     )

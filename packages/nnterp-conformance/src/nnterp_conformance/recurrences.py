@@ -22,8 +22,9 @@ lays them out) and compare. Every tensor here is one token's, the sequence axis 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -145,10 +146,21 @@ def _lru_read(mixer: Any, state: Tensor, queries: None, values: Tensor) -> Tenso
 RECURRENCES: dict[str, Recurrence] = {
     "selective_scan": Recurrence(_scan_step, _scan_read, "h = exp(decays) * h + betas * B x", "y = C . h + D * x"),
     "ssd": Recurrence(_ssd_step, _ssd_read, "h = exp(decays) * h + betas * B x^T", "y = C h + D * x"),
-    "gated_delta": Recurrence(_delta_step, _delta_read, "S = exp(decays) S + k betas (v - k^T exp(decays) S)", "o = q S / sqrt(key_dim)"),
-    "rg_lru": Recurrence(_lru_step, _lru_read, "h = exp(decays) * h + x", "y = h", betas=False, keys=False, queries=False, resets=True),
+    "gated_delta": Recurrence(
+        _delta_step, _delta_read, "S = exp(decays) S + k betas (v - k^T exp(decays) S)", "o = q S / sqrt(key_dim)"
+    ),
+    "rg_lru": Recurrence(
+        _lru_step, _lru_read, "h = exp(decays) * h + x", "y = h", betas=False, keys=False, queries=False, resets=True
+    ),
     "lightning": Recurrence(_lightning_step, _lightning_read, "S = exp(decays) S + k^T v", "o = q S", betas=False),
-    "short_conv": Recurrence(_window_step, _window_read, "window = [window[1:], B * x]", "y = C * (conv_weights . window + conv_bias)", decays=False, betas=False),
+    "short_conv": Recurrence(
+        _window_step,
+        _window_read,
+        "window = [window[1:], B * x]",
+        "y = C * (conv_weights . window + conv_bias)",
+        decays=False,
+        betas=False,
+    ),
 }
 
 

@@ -57,7 +57,11 @@ def unavailable_reasons(model: Any, support: dict[str, Any] | None = None) -> di
 
     found: dict[str, str] = {}
     for name, reasons in (model.support() if support is None else support).items():
-        if not reasons or (isinstance(reasons, dict) and len(reasons) == model.num_layers and set(reasons.values()) <= set(ABSENT_TERMS)):
+        if not reasons or (
+            isinstance(reasons, dict)
+            and len(reasons) == model.num_layers
+            and set(reasons.values()) <= set(ABSENT_TERMS)
+        ):
             continue
         if isinstance(reasons, str):
             found[name] = reasons
@@ -66,9 +70,12 @@ def unavailable_reasons(model: Any, support: dict[str, Any] | None = None) -> di
         for layer, reason in sorted(reasons.items()):
             groups.setdefault(reason, []).append(layer)
         everywhere = len(reasons) == model.num_layers and len(groups) == 1
-        found[name] = next(iter(groups)) if everywhere else "; ".join(f"layers {layers}: {reason}" for reason, layers in groups.items())
+        found[name] = (
+            next(iter(groups))
+            if everywhere
+            else "; ".join(f"layers {layers}: {reason}" for reason, layers in groups.items())
+        )
     return found
-
 
 
 @functools.cache
@@ -116,7 +123,9 @@ def record(model: Any, checkpoint: str, details: bool = False, half_precision_pr
 
         support, failing_values = support_by_value(model)
         if checks.get("available_values_resolve") == FAIL:
-            failing_values.update({name: found for name, found in failing_reads(model, PROMPTS).items() if name not in failing_values})
+            failing_values.update(
+                {name: found for name, found in failing_reads(model, PROMPTS).items() if name not in failing_values}
+            )
     else:
         support = model.support()
     from nnterp.registry import family_module
@@ -138,26 +147,28 @@ def record(model: Any, checkpoint: str, details: bool = False, half_precision_pr
     }
     if failed or failing_values:
         entry["reason"] = "; ".join(
-            ([f"fails {', '.join(failed)}"] if failed else []) + ([f"values raise: {', '.join(failing_values)}"] if failing_values else [])
+            ([f"fails {', '.join(failed)}"] if failed else [])
+            + ([f"values raise: {', '.join(failing_values)}"] if failing_values else [])
         )
     if checkpoint in names() and half_precision_profile:
         entry["half_precision"] = half_precision(checkpoint)
     if details:
         entry["details"] = {verdict.name: verdict.detail for verdict in verdicts if verdict.status == FAIL}
-        entry["raised_at"] = {verdict.name: verdict.raised_at for verdict in verdicts if verdict.status == FAIL and verdict.raised_at}
+        entry["raised_at"] = {
+            verdict.name: verdict.raised_at for verdict in verdicts if verdict.status == FAIL and verdict.raised_at
+        }
         entry["failing_values"] = failing_values
     return entry
-
 
 
 def half_precision(checkpoint: str) -> dict[str, Any]:
     """The kit on a bfloat16 load of ``checkpoint``, on the fixed prompts: pass, or the checks that fail and the
     identity each names (its detail up to the size of the gap, which depends on the machine's rounding)."""
+    from nnterp.registry import checkpoint_family, family_named
+
     import torch
 
     from .runner import load, run
-
-    from nnterp.registry import checkpoint_family, family_named
 
     verdicts = run(load(checkpoint, dtype=getattr(torch, HALF)))
     failed = {verdict.name: GAP.split(verdict.detail)[0] for verdict in verdicts if verdict.status == FAIL}
@@ -187,9 +198,8 @@ def recurrent_mixers(model: Any) -> dict[str, Any] | None:
 
 def out_of_reach(model_type: str) -> dict[str, Any]:
     """The record of a model type no registered checkpoint covers, with why."""
-    from nnterp.registry import families
-
     from nnterp._served import SERVED_BY
+    from nnterp.registry import families
 
     from .reach import REASONS
 
@@ -198,7 +208,11 @@ def out_of_reach(model_type: str) -> dict[str, Any]:
         reason = f"served by {path}, but no tiny checkpoint is registered for it"
     else:
         package = next((name for name, types in SERVED_BY.items() if model_type in types), None)
-        reason = f"served by {package}, which is not installed" if package else REASONS.get(model_type, "no family serves it yet")
+        reason = (
+            f"served by {package}, which is not installed"
+            if package
+            else REASONS.get(model_type, "no family serves it yet")
+        )
     return {
         "model_type": model_type,
         "family": None,
@@ -213,6 +227,7 @@ def out_of_reach(model_type: str) -> dict[str, Any]:
 def mapping_types() -> list[str]:
     """Every model type in transformers' causal-LM mapping."""
     import nnterp  # noqa: F401 - nnsight before transformers.models
+
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
@@ -258,8 +273,15 @@ def collect(
         from concurrent.futures import ProcessPoolExecutor
 
         shares = [checkpoints[start::jobs] for start in range(jobs)]
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread) as pool:
-            found = dict(zip((name for share in shares for name in share), (one for part in pool.map(_checked, shares, [progress] * jobs, [details] * jobs) for one in part)))
+        with ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread
+        ) as pool:
+            found = dict(
+                zip(
+                    (name for share in shares for name in share),
+                    (one for part in pool.map(_checked, shares, [progress] * jobs, [details] * jobs) for one in part),
+                )
+            )
         checked = [found[checkpoint] for checkpoint in checkpoints]
     else:
         checked = _checked(checkpoints, progress, details)
@@ -324,7 +346,6 @@ def raised_at(error: BaseException) -> list[str]:
     from .checks.base import raised_at as frames
 
     return frames(error)
-
 
 
 def vision_types() -> list[str]:

@@ -38,4 +38,8 @@ def write(records: list[dict[str, Any]], directory: Path, readme: Path | None = 
 def stale(records: list[dict[str, Any]], directory: Path) -> list[str]:
     """The committed report files that differ from what ``records`` render to."""
     rendered = {"families.json": render_json(records), "families.md": render_markdown(records)}
-    return [name for name, text in rendered.items() if not (directory / name).exists() or (directory / name).read_text() != text]
+    return [
+        name
+        for name, text in rendered.items()
+        if not (directory / name).exists() or (directory / name).read_text() != text
+    ]

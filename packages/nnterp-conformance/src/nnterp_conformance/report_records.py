@@ -11,7 +11,13 @@ PASS, FAIL, OUT_OF_REACH = "pass", "fail", "out_of_reach"
 #: block's ``contributions()``), or several streams' (a hyper-connection's mixing)
 DECOMPOSITIONS = ("contribution", "streams_follow_from_mixing")
 #: the values whose reasons say why a block does not decompose, in the order they are looked at
-STREAM_TERMS = ("layer_input", "self_attn.attention_output", "linear_attn.attention_output", "mlp.mlp_output", "layer_output")
+STREAM_TERMS = (
+    "layer_input",
+    "self_attn.attention_output",
+    "linear_attn.attention_output",
+    "mlp.mlp_output",
+    "layer_output",
+)
 
 #: the dtype of the report's half-precision profile
 HALF = "bfloat16"

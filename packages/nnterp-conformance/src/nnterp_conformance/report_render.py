@@ -16,7 +16,15 @@ POST_LN = (
 
 
 #: the routing values of a mixture of experts, as the report names them
-ROUTING = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output", "shared_expert_output", "mixture_output")
+ROUTING = (
+    "router_logits",
+    "expert_weights",
+    "expert_indices",
+    "expert_outputs",
+    "routed_output",
+    "shared_expert_output",
+    "mixture_output",
+)
 
 
 def render_json(records: list[dict[str, Any]]) -> str:
@@ -57,12 +65,18 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
         passed = sum(status == PASS for status in checks.values())
         skipped = [name for name, status in checks.items() if status == "skip"]
         counts = f"{passed}/{len(checks)}" + (f" (skipped: {', '.join(skipped)})" if skipped else "")
-        status = entry["status"] if entry["status"] == PASS else f"{entry['status']}: {table_text(entry.get('reason', ''))}"
+        status = (
+            entry["status"] if entry["status"] == PASS else f"{entry['status']}: {table_text(entry.get('reason', ''))}"
+        )
         by_reason: dict[str, list[str]] = {}
         for name, reason in entry["unavailable"].items():
             by_reason.setdefault(reason, []).append(f"`{name}`")
-        missing = "<br>".join(f"{', '.join(names)}: {table_text(reason)}" for reason, names in by_reason.items()) or "none"
-        lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |")
+        missing = (
+            "<br>".join(f"{', '.join(names)}: {table_text(reason)}" for reason, names in by_reason.items()) or "none"
+        )
+        lines.append(
+            f"| {entry['model_type']} | {entry['checkpoint']} | `{entry['family']}` | {status} | {counts} | {missing} |"
+        )
     lines += weak_section(weak)
     lines += interior_section(rows)
     lines += half_precision_section(rows)
@@ -70,7 +84,11 @@ def render_markdown(records: list[dict[str, Any]]) -> str:
     lines += recurrent_section(records, rows)
     lines += vision_section(rows)
     lines += ["", "## Out of reach", "", "| model type | why |", "|---|---|"]
-    lines += [f"| {entry['model_type']} | {table_text(entry['reason'])} |" for entry in records if entry["status"] == OUT_OF_REACH]
+    lines += [
+        f"| {entry['model_type']} | {table_text(entry['reason'])} |"
+        for entry in records
+        if entry["status"] == OUT_OF_REACH
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -87,15 +105,27 @@ def weak_section(weak: dict[str, str]) -> list[str]:
         "| model type | why the stream does not decompose |",
         "|---|---|",
     ]
-    shown = {model_type: "post-LN (above)" if reason.startswith(POST_LN_REASON) else reason for model_type, reason in weak.items()}
+    shown = {
+        model_type: "post-LN (above)" if reason.startswith(POST_LN_REASON) else reason
+        for model_type, reason in weak.items()
+    }
     return lines + [f"| {model_type} | {table_text(reason)} |" for model_type, reason in sorted(shown.items())]
 
 
 #: the identities that tie the values inside a block, a tower or a mapping to each other, by what they are about
 INTERIOR = {
-    "attention": ("scores_are_queries_against_keys", "head_outputs_are_pattern_against_values", "norm_outputs_feed_the_sublayers"),
+    "attention": (
+        "scores_are_queries_against_keys",
+        "head_outputs_are_pattern_against_values",
+        "norm_outputs_feed_the_sublayers",
+    ),
     "gradients": ("interior_gradients_are_derivatives", "tower_gradients_are_derivatives"),
-    "recurrent mixer": ("states_follow_the_rule", "head_outputs_read_the_states", "written_states_land", "state_output_is_the_last_state"),
+    "recurrent mixer": (
+        "states_follow_the_rule",
+        "head_outputs_read_the_states",
+        "written_states_land",
+        "state_output_is_the_last_state",
+    ),
     "vision tower": (
         "vision_scores_are_queries_against_keys",
         "vision_head_outputs_are_pattern_against_values",
@@ -126,7 +156,15 @@ def interior_section(rows: list[dict[str, Any]]) -> list[str]:
         cells = []
         for name in names:
             status = entry["checks"].get(name)
-            cells.append("—" if status is None else "holds" if status == PASS else status if status == FAIL else table_text(entry["skipped"][name]))
+            cells.append(
+                "—"
+                if status is None
+                else "holds"
+                if status == PASS
+                else status
+                if status == FAIL
+                else table_text(entry["skipped"][name])
+            )
         lines.append(f"| {entry['checkpoint']} | " + " | ".join(cells) + " |")
     return lines
 
@@ -174,7 +212,9 @@ def mixture_section(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -
     for entry in (entry for entry in rows if entry.get("mixture")):
         ran = {name: status for name, status in entry["checks"].items() if name in routing_checks}
         if not ran:
-            lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | routing not served: no block of `{entry['family']}` is a routing `Moe` | |")
+            lines.append(
+                f"| {entry['model_type']} | {entry['checkpoint']} | routing not served: no block of `{entry['family']}` is a routing `Moe` | |"
+            )
             continue
         passed = sum(status == PASS for status in ran.values())
         by_reason: dict[str, list[str]] = {}
@@ -182,7 +222,9 @@ def mixture_section(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -
             if name.split(".")[-1] in ROUTING:
                 by_reason.setdefault(reason, []).append(f"`{name.split('.')[-1]}`")
         missing = "<br>".join(f"{', '.join(names)}: {table_text(reason)}" for reason, names in by_reason.items())
-        lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {passed}/{len(routing_checks)} | {missing or 'none'} |")
+        lines.append(
+            f"| {entry['model_type']} | {entry['checkpoint']} | {passed}/{len(routing_checks)} | {missing or 'none'} |"
+        )
     for entry in (entry for entry in records if entry.get("mixture") and entry["status"] == OUT_OF_REACH):
         lines.append(f"| {entry['model_type']} | | out of reach: {table_text(entry['reason'])} | |")
     return lines
@@ -210,11 +252,14 @@ def recurrent_section(records: list[dict[str, Any]], rows: list[dict[str, Any]])
         skipped = [name for name, status in ran.items() if status == "skip"]
         kinds = "; ".join(f"`{kind}` {blocks}" for kind, blocks in entry["recurrent"]["kinds"].items())
         counts = f"{passed}/{len(state_checks)}" + (f" (skipped: {', '.join(skipped)})" if skipped else "")
-        lines.append(f"| {entry['model_type']} | {entry['checkpoint']} | {table_text(kinds)} of {entry['recurrent']['blocks']} | {counts} |")
-    for entry in (entry for entry in records if entry["status"] == OUT_OF_REACH and entry.get("reason") in RECURRENT_KINDS):
+        lines.append(
+            f"| {entry['model_type']} | {entry['checkpoint']} | {table_text(kinds)} of {entry['recurrent']['blocks']} | {counts} |"
+        )
+    for entry in (
+        entry for entry in records if entry["status"] == OUT_OF_REACH and entry.get("reason") in RECURRENT_KINDS
+    ):
         lines.append(f"| {entry['model_type']} | | out of reach: {table_text(entry['reason'])} | |")
     return lines
-
 
 
 def vision_section(rows: list[dict[str, Any]]) -> list[str]:

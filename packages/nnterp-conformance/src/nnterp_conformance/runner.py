@@ -20,6 +20,7 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Any:
     (on a new release, the operation that moved).
     """
     from nnterp import StandardizedTransformer
+
     from transformers.utils import logging
 
     from .checkpoints import names, registered, spec, tiny_checkpoint
@@ -31,7 +32,9 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Any:
         return StandardizedTransformer(tiny_checkpoint(str(name_or_path)), **load_kwargs)
     path = Path(name_or_path)
     if not path.exists():
-        raise LookupError(f"{name_or_path!r} is neither a registered tiny checkpoint ({', '.join(names())}) nor a directory")
+        raise LookupError(
+            f"{name_or_path!r} is neither a registered tiny checkpoint ({', '.join(names())}) nor a directory"
+        )
     return StandardizedTransformer(path, **{"attn_implementation": "eager", "verify": False, **kwargs})
 
 

@@ -56,7 +56,9 @@ class BaseConformance:
             f"{sorted(set(loaded) - set(generated))} that do: the meta-built model's structure differs from the loaded one's"
         )
 
-    def test_check(self, nnterp_model: Any, nnterp_checkpoint: str, nnterp_check: str, nnterp_profile: settings) -> None:
+    def test_check(
+        self, nnterp_model: Any, nnterp_checkpoint: str, nnterp_check: str, nnterp_profile: settings
+    ) -> None:
         assert CHECKS[nnterp_check].applies_to(nnterp_model), (
             f"{nnterp_check} was generated for {nnterp_checkpoint}, to which it does not apply (a {CHECKS[nnterp_check].kind} check)"
         )
@@ -67,7 +69,9 @@ class BaseConformance:
                 f"{nnterp_checkpoint}: {nnterp_check} skipped ({first.detail}), and its family declares no such skip: "
                 "make the value available, or add the check to the family's skips for this checkpoint with why"
             )
-            assert declared in first.detail, f"{nnterp_checkpoint}: {nnterp_check} skipped for {first.detail!r}, its family says for {declared!r}"
+            assert declared in first.detail, (
+                f"{nnterp_checkpoint}: {nnterp_check} skipped for {first.detail!r}, its family says for {declared!r}"
+            )
             pytest.skip(first.detail)
         assert first.status == "pass", f"{nnterp_checkpoint}: {first.detail}"
         assert declared is None, (

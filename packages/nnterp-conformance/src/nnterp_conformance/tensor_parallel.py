@@ -23,7 +23,18 @@ import sys
 
 def launch(checkpoint: str, ranks: int, extra: list[str]) -> int:
     """Run this module under ``torchrun`` with ``ranks`` processes; its exit status."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), "-m", __name__, checkpoint, *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(ranks),
+        "-m",
+        __name__,
+        checkpoint,
+        *extra,
+    ]
     return subprocess.call(command)
 
 
@@ -42,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     if world < 2:
-        raise SystemExit(f"{__name__} runs under torchrun with 2 or more ranks: nnterp-conformance check {arguments.checkpoint[0]} --tensor-parallel 2")
+        raise SystemExit(
+            f"{__name__} runs under torchrun with 2 or more ranks: nnterp-conformance check {arguments.checkpoint[0]} --tensor-parallel 2"
+        )
     records = {}
     failures = 0
     for checkpoint in arguments.checkpoint:

@@ -15,14 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import nnterp  # noqa: F401 - nnsight before transformers.models
+
 import torch
 from torch import nn
-
-import nnterp  # noqa: F401 - nnsight before transformers.models
 from transformers import AutoConfig, AutoModelForCausalLM, GenerationMixin, LlamaConfig, PreTrainedModel
 from transformers.masking_utils import create_causal_mask
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRMSNorm, LlamaRotaryEmbedding
+
 
 class RenamedConfig(LlamaConfig):
     model_type = "renamed_llama"
@@ -58,8 +59,12 @@ class Block(nn.Module):
         self.ln_ffn = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.ffn = FeedForward(config)
 
-    def forward(self, hidden: torch.Tensor, attention_mask=None, position_embeddings=None, cache=None, **kwargs) -> torch.Tensor:
-        attended, _ = self.attend(self.ln_attend(hidden), attention_mask=attention_mask, position_embeddings=position_embeddings, cache=cache)
+    def forward(
+        self, hidden: torch.Tensor, attention_mask=None, position_embeddings=None, cache=None, **kwargs
+    ) -> torch.Tensor:
+        attended, _ = self.attend(
+            self.ln_attend(hidden), attention_mask=attention_mask, position_embeddings=position_embeddings, cache=cache
+        )
         hidden = hidden + attended
         return hidden + self.ffn(self.ln_ffn(hidden))
 
@@ -69,8 +74,16 @@ class LeakyBlock(Block):
 
     attention = LeakyAttention
 
-    def forward(self, hidden: torch.Tensor, attention_mask=None, position_embeddings=None, cache=None, **kwargs) -> torch.Tensor:
-        hidden, _ = self.attend(self.ln_attend(hidden), residual=hidden, attention_mask=attention_mask, position_embeddings=position_embeddings, cache=cache)
+    def forward(
+        self, hidden: torch.Tensor, attention_mask=None, position_embeddings=None, cache=None, **kwargs
+    ) -> torch.Tensor:
+        hidden, _ = self.attend(
+            self.ln_attend(hidden),
+            residual=hidden,
+            attention_mask=attention_mask,
+            position_embeddings=position_embeddings,
+            cache=cache,
+        )
         return hidden + self.ffn(self.ln_ffn(hidden))
 
 
@@ -102,7 +115,13 @@ class RenamedForCausalLM(PreTrainedModel, GenerationMixin):
         hidden = self.body.tok(input_ids)
         if position_ids is None:
             position_ids = torch.arange(hidden.shape[1], device=hidden.device)[None]
-        mask = create_causal_mask(config=self.config, inputs_embeds=hidden, attention_mask=attention_mask, cache=None, position_ids=position_ids)
+        mask = create_causal_mask(
+            config=self.config,
+            inputs_embeds=hidden,
+            attention_mask=attention_mask,
+            cache=None,
+            position_ids=position_ids,
+        )
         rotary = self.rotary(hidden, position_ids=position_ids)
         for block in self.body.blocks:
             hidden = block(hidden, attention_mask=mask, position_embeddings=rotary)
@@ -122,7 +141,15 @@ for config_class, model_class in ((RenamedConfig, RenamedForCausalLM), (LeakyCon
     AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
     AutoModelForCausalLM.register(config_class, model_class, exist_ok=True)
 
-SIZES: dict[str, Any] = {"vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+SIZES: dict[str, Any] = {
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+}
 
 
 def written(directory: str | Path, leaky: bool = False) -> str:

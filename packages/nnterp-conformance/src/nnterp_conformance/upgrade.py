@@ -95,7 +95,10 @@ def upgrade_report(
     started = time.monotonic()
     failure = build(release, scratch)
     if failure is not None:
-        print(f"could not build the scratch environment with transformers {release} in {scratch}:\n{failure}", file=sys.stderr)
+        print(
+            f"could not build the scratch environment with transformers {release} in {scratch}:\n{failure}",
+            file=sys.stderr,
+        )
         return 1
     print(f"scratch environment ready in {time.monotonic() - started:.0f} s: {scratch}", flush=True)
 
@@ -113,11 +116,19 @@ def upgrade_report(
     threads = [
         threading.Thread(
             target=side,
-            args=("new", str(scratch_python(scratch)), scratch / "records.json", release, {"NNTERP_CHECKPOINTS": str(scratch / "checkpoints")}),
+            args=(
+                "new",
+                str(scratch_python(scratch)),
+                scratch / "records.json",
+                release,
+                {"NNTERP_CHECKPOINTS": str(scratch / "checkpoints")},
+            ),
         )
     ]
     if baseline is None:
-        threads.append(threading.Thread(target=side, args=("old", sys.executable, scratch / f"records-{here}.json", here)))
+        threads.append(
+            threading.Thread(target=side, args=("old", sys.executable, scratch / f"records-{here}.json", here))
+        )
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -147,7 +158,13 @@ def upgrade_report(
     else:
         new_records = by_checkpoint(new["records"])
     text = render(
-        release, command, baseline_name, compare(old_records, new_records), new_types(new, current_types), packages(scratch), note
+        release,
+        command,
+        baseline_name,
+        compare(old_records, new_records),
+        new_types(new, current_types),
+        packages(scratch),
+        note,
     )
     print(text)
     out.parent.mkdir(parents=True, exist_ok=True)

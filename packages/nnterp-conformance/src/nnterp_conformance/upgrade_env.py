@@ -51,7 +51,9 @@ def uv() -> str:
 
 def freeze(python: str = sys.executable) -> str:
     """``uv pip freeze``'s output for the environment of ``python``."""
-    return subprocess.run([uv(), "pip", "freeze", "--python", python], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        [uv(), "pip", "freeze", "--python", python], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def constraints(python: str = sys.executable) -> str:
@@ -92,15 +94,25 @@ def build(release: str, scratch: Path, say: Callable[[str], None] = print) -> st
     scratch.mkdir(parents=True, exist_ok=True)
     if not python.exists():
         say(f"creating {scratch} (python {sys.executable})")
-        made = subprocess.run([uv(), "venv", "-q", str(scratch), "--python", sys.executable], capture_output=True, text=True)
+        made = subprocess.run(
+            [uv(), "venv", "-q", str(scratch), "--python", sys.executable], capture_output=True, text=True
+        )
         if made.returncode:
             return made.stderr.strip() or made.stdout.strip()
     arguments = install_arguments(release, scratch)
-    say(f"installing {MOVED}=={release} and the nnterp distributions into {scratch}, everything else held at this environment's versions")
-    installed = subprocess.run([uv(), "pip", "install", "-q", "--python", str(python), *arguments], capture_output=True, text=True)
+    say(
+        f"installing {MOVED}=={release} and the nnterp distributions into {scratch}, everything else held at this environment's versions"
+    )
+    installed = subprocess.run(
+        [uv(), "pip", "install", "-q", "--python", str(python), *arguments], capture_output=True, text=True
+    )
     if installed.returncode:
         return installed.stderr.strip() or installed.stdout.strip()
-    found = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({MOVED!r}))"], capture_output=True, text=True)
+    found = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({MOVED!r}))"],
+        capture_output=True,
+        text=True,
+    )
     if found.returncode or found.stdout.strip() != release:
         return f"the scratch environment has {MOVED} {found.stdout.strip() or found.stderr.strip()!r}, not {release}"
     return None
@@ -141,6 +153,8 @@ def required(roots: list[str]) -> set[str]:
         for line in distribution.requires or []:
             requirement = Requirement(line)
             environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
-            if requirement.marker is None or any(requirement.marker.evaluate(environment) for environment in environments):
+            if requirement.marker is None or any(
+                requirement.marker.evaluate(environment) for environment in environments
+            ):
                 queue.append((canonical(requirement.name), frozenset(requirement.extras)))
     return found

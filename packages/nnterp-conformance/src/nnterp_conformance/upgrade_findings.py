@@ -25,7 +25,16 @@ PASSES, MOVED_VALUE, NEWLY_FAILING, STILL_FAILING, NO_LONGER_LOADS, NOT_IN_BASEL
     "raises while checked",
 )
 #: the order findings come in, per family and per checkpoint
-ORDER = (PASSES, MOVED_VALUE, NEWLY_FAILING, VALUE_RAISES, NOT_IN_BASELINE, STILL_FAILING, RAISES_CHECKED, NO_LONGER_LOADS)
+ORDER = (
+    PASSES,
+    MOVED_VALUE,
+    NEWLY_FAILING,
+    VALUE_RAISES,
+    NOT_IN_BASELINE,
+    STILL_FAILING,
+    RAISES_CHECKED,
+    NO_LONGER_LOADS,
+)
 #: the findings that are failures the release may have caused (the summary groups them by cause)
 FAILURES = (MOVED_VALUE, NEWLY_FAILING, VALUE_RAISES, NOT_IN_BASELINE, RAISES_CHECKED, NO_LONGER_LOADS)
 #: what a failure that is no exception (an identity the kit found not to hold) has in place of a type
@@ -54,7 +63,7 @@ def parse_moved(text: str) -> dict[str, Any] | None:
 def broken_reason(entry: dict[str, Any]) -> str | None:
     """The exception of a record ``report.broken`` wrote (a checkpoint that would not load, or raised in the kit); None for a record of checks."""
     reason = entry.get("reason") or ""
-    return reason[len("raises "):] if not entry.get("checks") and reason.startswith("raises ") else None
+    return reason[len("raises ") :] if not entry.get("checks") and reason.startswith("raises ") else None
 
 
 def compare(baseline: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -69,7 +78,9 @@ def compare(baseline: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]])
     """
     rows: dict[str, list[dict[str, Any]]] = {}
     for checkpoint, entry in sorted(new.items()):
-        rows.setdefault(entry["family"] or "(no family)", []).extend(findings(checkpoint, entry, baseline.get(checkpoint)))
+        rows.setdefault(entry["family"] or "(no family)", []).extend(
+            findings(checkpoint, entry, baseline.get(checkpoint))
+        )
     for family in rows.values():
         family.sort(key=lambda row: (ORDER.index(row["kind"]), row["checkpoint"]))
     return dict(sorted(rows.items()))
@@ -83,9 +94,26 @@ def findings(checkpoint: str, entry: dict[str, Any], old: dict[str, Any] | None)
         stage = details.get("raised while", LOADING)
         moved = parse_moved(error)
         if moved is not None:
-            return [{"checkpoint": checkpoint, "kind": MOVED_VALUE, **moved, "checks": [], "reads": [], "raised_while": stage}]
+            return [
+                {
+                    "checkpoint": checkpoint,
+                    "kind": MOVED_VALUE,
+                    **moved,
+                    "checks": [],
+                    "reads": [],
+                    "raised_while": stage,
+                }
+            ]
         kind = NO_LONGER_LOADS if stage == LOADING else RAISES_CHECKED
-        return [{"checkpoint": checkpoint, "kind": kind, "detail": error, "where": _where(details.get("raised at", [])), "before": _before(old)}]
+        return [
+            {
+                "checkpoint": checkpoint,
+                "kind": kind,
+                "detail": error,
+                "where": _where(details.get("raised at", [])),
+                "before": _before(old),
+            }
+        ]
     details, frames = entry.get("details", {}), entry.get("raised_at", {})
     unchecked = old is None or broken_reason(old) is not None
     found: list[dict[str, Any]] = []
@@ -101,7 +129,16 @@ def findings(checkpoint: str, entry: dict[str, Any], old: dict[str, Any] | None)
             still["checks"].append(name)
         else:  # passed there, did not apply there, or the baseline did not check it
             kind = NOT_IN_BASELINE if unchecked else NEWLY_FAILING
-            found.append({"checkpoint": checkpoint, "kind": kind, "check": name, "detail": detail, "where": _where(frames.get(name, [])), "crashed": name in frames})
+            found.append(
+                {
+                    "checkpoint": checkpoint,
+                    "kind": kind,
+                    "check": name,
+                    "detail": detail,
+                    "where": _where(frames.get(name, [])),
+                    "crashed": name in frames,
+                }
+            )
     before = (old or {}).get("failing_values", {})
     for value, failure in entry.get("failing_values", {}).items():
         moved = parse_moved(failure["error"])
@@ -110,17 +147,26 @@ def findings(checkpoint: str, entry: dict[str, Any], old: dict[str, Any] | None)
         elif value in before:
             still["values"].append(value)
         else:
-            found.append({
-                "checkpoint": checkpoint, "kind": VALUE_RAISES, "value": value, "detail": failure["error"], "while": failure["while"],
-                "layers": failure.get("layers"), "where": _where(failure.get("raised at", [])),
-            })
+            found.append(
+                {
+                    "checkpoint": checkpoint,
+                    "kind": VALUE_RAISES,
+                    "value": value,
+                    "detail": failure["error"],
+                    "while": failure["while"],
+                    "layers": failure.get("layers"),
+                    "where": _where(failure.get("raised at", [])),
+                }
+            )
     found += moves.values()
     if still["checks"] or still["values"]:
         found.append({"checkpoint": checkpoint, "kind": STILL_FAILING, **still})
     if not failing and not entry.get("failing_values"):
         checks = entry["checks"]
         passed = sum(status == "pass" for status in checks.values())
-        found.append({"checkpoint": checkpoint, "kind": PASSES, "passed": passed, "checks": len(checks), "before": _before(old)})
+        found.append(
+            {"checkpoint": checkpoint, "kind": PASSES, "passed": passed, "checks": len(checks), "before": _before(old)}
+        )
     return found
 
 
@@ -169,9 +215,17 @@ def cause(row: dict[str, Any]) -> tuple[str, str, str]:
     several families share moves for all of them).
     """
     if row["kind"] == MOVED_VALUE:
-        return "SourceNotAvailable", f"values are pinned to operation {row['operation']!r}, which the forward no longer has", ""
+        return (
+            "SourceNotAvailable",
+            f"values are pinned to operation {row['operation']!r}, which the forward no longer has",
+            "",
+        )
     where = (row.get("where") or [""])[0]
-    exception = EXCEPTION.match(row["detail"]) if row["kind"] not in (NEWLY_FAILING, NOT_IN_BASELINE) or row.get("crashed") else None
+    exception = (
+        EXCEPTION.match(row["detail"])
+        if row["kind"] not in (NEWLY_FAILING, NOT_IN_BASELINE) or row.get("crashed")
+        else None
+    )
     if exception is None:
         return IDENTITY, pattern(row["detail"]), where
     return exception["type"], pattern(exception["message"]), where
@@ -189,7 +243,7 @@ def pattern(message: str, limit: int = 240) -> str:
 def gap(detail: str) -> str:
     """The size of the gap a failing identity's detail ends with (``off by 0.5``), or ''."""
     found = GAP.search(detail or "")
-    return one_line(detail[found.start() + 2:], 80) if found else ""
+    return one_line(detail[found.start() + 2 :], 80) if found else ""
 
 
 def one_line(text: str, limit: int = 300) -> str:
@@ -202,7 +256,9 @@ def causes(rows: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str, str], dict[str, Any]] = {}
     for row in (row for family in rows.values() for row in family if row["kind"] in FAILURES):
         kind, message, where = cause(row)
-        group = groups.setdefault((kind, message, where), {"type": kind, "pattern": message, "where": row.get("where") or [], "rows": []})
+        group = groups.setdefault(
+            (kind, message, where), {"type": kind, "pattern": message, "where": row.get("where") or [], "rows": []}
+        )
         group["rows"].append(row)
     found = list(groups.values())
     for group in found:
@@ -269,7 +325,11 @@ def canonical(name: str) -> str:
 
 def package_moves(here: dict[str, str], there: dict[str, str]) -> list[tuple[str, str | None, str | None]]:
     """Each distribution the scratch environment adds, lacks or has at another version: (name, here, there), by name."""
-    return [(name, here.get(name), there.get(name)) for name in sorted(here.keys() | there.keys()) if here.get(name) != there.get(name)]
+    return [
+        (name, here.get(name), there.get(name))
+        for name in sorted(here.keys() | there.keys())
+        if here.get(name) != there.get(name)
+    ]
 
 
 def new_types(new: dict[str, Any], current: dict[str, list[str]]) -> list[tuple[str, str]]:
@@ -278,6 +338,7 @@ def new_types(new: dict[str, Any], current: dict[str, list[str]]) -> list[tuple[
     found = []
     for mapping, types in new.get("mapping_types", {}).items():
         before = set(current.get(mapping, []))
-        found += [(model_type, mapping) for model_type in types if model_type not in before and model_type not in served]
+        found += [
+            (model_type, mapping) for model_type in types if model_type not in before and model_type not in served
+        ]
     return sorted(found)
-

@@ -16,6 +16,7 @@ def records(checkpoints: list[str] | None, progress: bool = True, jobs: int = 1)
     ``jobs`` processes share the checkpoints (``report.collect``'s).
     """
     import nnterp
+
     import transformers
 
     from .report import collect, mapping_types, vision_types
@@ -38,7 +39,11 @@ def served_types(model_types: list[str]) -> list[str]:
     from nnterp.registry import families, family_of_classes, mapped_classes
 
     named = set(families())
-    by_class = {model_type for model_type in model_types if model_type not in named and family_of_classes(list(mapped_classes(model_type)))}
+    by_class = {
+        model_type
+        for model_type in model_types
+        if model_type not in named and family_of_classes(list(mapped_classes(model_type)))
+    }
     return sorted(named | by_class)
 
 

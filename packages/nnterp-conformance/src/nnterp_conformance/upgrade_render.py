@@ -73,9 +73,13 @@ def render(
     lines += packages_section(release, packages)
     lines += ["", "## New model types no family serves", ""]
     if added:
-        lines += ["| model type | mapping |", "|---|---|"] + [f"| {model_type} | {mapping} |" for model_type, mapping in added]
+        lines += ["| model type | mapping |", "|---|---|"] + [
+            f"| {model_type} | {mapping} |" for model_type, mapping in added
+        ]
     else:
-        lines.append("None: every model type the release adds to the causal-LM and image-text-to-text mappings is served.")
+        lines.append(
+            "None: every model type the release adds to the causal-LM and image-text-to-text mappings is served."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -83,7 +87,9 @@ def headline(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     """The counts, one unit each: checkpoints, values (each counted once however many checkpoints it fails on), checks."""
     count = tally(rows)
     failing = count["checkpoints"] - count["passing"]
-    newly_passing = [row for family in rows.values() for row in family if row["kind"] == PASSES and row["before"] != "passed"]
+    newly_passing = [
+        row for family in rows.values() for row in family if row["kind"] == PASSES and row["before"] != "passed"
+    ]
     lines = [
         f"- **Checkpoints: {count['passing']} of {count['checkpoints']} pass.** {_n(failing, 'checkpoint')} fail"
         f"{'s' if failing == 1 else ''}, of which {_n(count['no_longer_load'], 'checkpoint')} no longer load and "
@@ -101,7 +107,9 @@ def headline(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
         )
     if newly_passing:
         listed = _listed([f"{row['checkpoint']} ({_text(row['before'])})" for row in newly_passing])
-        lines.append(f"- Of the passing checkpoints, {_n(len(newly_passing), 'checkpoint')} did not pass in the baseline: {listed}.")
+        lines.append(
+            f"- Of the passing checkpoints, {_n(len(newly_passing), 'checkpoint')} did not pass in the baseline: {listed}."
+        )
     return lines
 
 
@@ -111,12 +119,19 @@ def failures_section(groups: list[dict[str, Any]]) -> list[str]:
     if not groups:
         return lines + ["None: every checkpoint passes, or fails only as it did in the baseline."]
     for number, group in enumerate(groups, 1):
-        what = f"`{group['type']}: {_code(group['pattern'])}`" if group["type"] != IDENTITY else f"{IDENTITY}: `{_code(group['pattern'])}`"
+        what = (
+            f"`{group['type']}: {_code(group['pattern'])}`"
+            if group["type"] != IDENTITY
+            else f"{IDENTITY}: `{_code(group['pattern'])}`"
+        )
         where = f", raised at {', '.join(f'`{frame}`' for frame in group['where'])}" if group["where"] else ""
         shows: dict[str, list[str]] = {}
         for row in group["rows"]:
             shows.setdefault(row["kind"], []).append(subject(row))
-        seen = "; ".join(f"{kind} ({_listed(list(dict.fromkeys(name for name in names if name)), code=True) or len(names)})" for kind, names in shows.items())
+        seen = "; ".join(
+            f"{kind} ({_listed(list(dict.fromkeys(name for name in names if name)), code=True) or len(names)})"
+            for kind, names in shows.items()
+        )
         lines.append(
             f"{number}. **{_n(len(group['checkpoints']), 'checkpoint')}**: {what}{where}. Seen as: {seen}. "
             f"Checkpoints: {_listed(group['checkpoints'])}."
@@ -131,7 +146,13 @@ def moved_section(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
         moved.setdefault((row["value"], row["path"], row["operation"], tuple(row["available"])), []).append(row)
     if not moved:
         return []
-    lines = ["", "## Moved values", "", "Each value pinned to an operation the forward no longer has, once, with the operations the forward has now.", ""]
+    lines = [
+        "",
+        "## Moved values",
+        "",
+        "Each value pinned to an operation the forward no longer has, once, with the operations the forward has now.",
+        "",
+    ]
     listed: dict[tuple[str, ...], str] = {}
     for (value, path, operation, available), found in moved.items():
         where = "; ".join(f"{row['checkpoint']} ({_broke(row)})" for row in found)
@@ -140,7 +161,9 @@ def moved_section(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
         else:
             listed[available] = value
             now = ", ".join(f"`{name}`" for name in available) or "(none)"
-        lines.append(f"- `{value}`, pinned to `{path}`: operation `{operation}` is gone. On {where}. The forward's operations now: {now}.")
+        lines.append(
+            f"- `{value}`, pinned to `{path}`: operation `{operation}` is gone. On {where}. The forward's operations now: {now}."
+        )
     return lines
 
 
@@ -179,7 +202,9 @@ def _names(kind: str, rows: list[dict[str, Any]]) -> str:
     if kind == STILL_FAILING:
         return ", ".join(f"`{name}`" for row in rows for name in [*row["checks"], *row["values"]])
     if kind in (NEWLY_FAILING, NOT_IN_BASELINE):
-        return ", ".join(f"`{row['check']}`" + (f" ({_text(gap(row['detail']))})" if gap(row["detail"]) else "") for row in rows)
+        return ", ".join(
+            f"`{row['check']}`" + (f" ({_text(gap(row['detail']))})" if gap(row["detail"]) else "") for row in rows
+        )
     if kind == VALUE_RAISES:
         return ", ".join(f"`{row['value']}` ({row['while']})" for row in rows)
     return ""
@@ -223,4 +248,3 @@ def _text(reason: str) -> str:
     from .report_render import table_text as escaped
 
     return escaped(reason)
-

@@ -21,7 +21,12 @@ def failure(error: BaseException, during: str, layers: list[int] | None = None) 
     """A failing value's record: the exception as ``Type: message``, what was being done, on which blocks, where it raised."""
     from .checks.base import raised_at
 
-    return {"error": f"{type(error).__name__}: {error}", "while": during, "layers": layers, "raised at": raised_at(error)}
+    return {
+        "error": f"{type(error).__name__}: {error}",
+        "while": during,
+        "layers": layers,
+        "raised at": raised_at(error),
+    }
 
 
 def support_by_value(model: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -69,7 +74,9 @@ def _blocks(model: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         if name in failing:
             continue
         missing = f"no {name.split('.')[0]} module on this block"
-        table[name] = {layer: row.get(name, missing) for layer, row in enumerate(rows) if row.get(name, missing) is not None} or None
+        table[name] = {
+            layer: row.get(name, missing) for layer, row in enumerate(rows) if row.get(name, missing) is not None
+        } or None
     return table, failing
 
 

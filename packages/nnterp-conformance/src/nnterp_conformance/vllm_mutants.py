@@ -13,6 +13,7 @@ from nnterp.descriptors import EProperty
 from nnterp.layouts import FlatResidual
 from nnterp.vllm.components import FlatAttention, FlatLayer
 from nnterp.vllm.families import LLAMA
+
 from torch import Tensor
 
 
@@ -39,7 +40,9 @@ class PreviousBlockAttention(FlatAttention):
 
 
 HALF_STREAM = LLAMA.replace(name="mutant_half_stream", envoys={**LLAMA.envoys, "layers.*": OneHalfLayer})
-PREVIOUS_BLOCK = LLAMA.replace(name="mutant_previous_block", envoys={**LLAMA.envoys, "layers.*.self_attn": PreviousBlockAttention})
+PREVIOUS_BLOCK = LLAMA.replace(
+    name="mutant_previous_block", envoys={**LLAMA.envoys, "layers.*.self_attn": PreviousBlockAttention}
+)
 
 #: mutant -> (its family spec for StandardizedVLLM, the checkpoint it runs on, the flat check that must kill it, what is wrong)
 MUTANTS: dict[str, tuple[str, str, str, str]] = {

@@ -28,8 +28,9 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     import nnterp  # noqa: F401 - nnsight before transformers.models
-    import torch
     from nnterp.vllm import StandardizedVLLM
+
+    import torch
 
     from .engine_runs import on_vllm, refusals_on_vllm, served
 

@@ -35,7 +35,13 @@ def snapshot(cache: Any) -> list[tuple[Any, dict]] | None:
     if not isinstance(layers, list):
         return None
     return [
-        (layer, {key: value.clone() if isinstance(value, torch.Tensor) and key not in REPLACED else value for key, value in vars(layer).items()})
+        (
+            layer,
+            {
+                key: value.clone() if isinstance(value, torch.Tensor) and key not in REPLACED else value
+                for key, value in vars(layer).items()
+            },
+        )
         for layer in layers
     ]
 
@@ -45,4 +51,3 @@ def restore(saved: list[tuple[Any, dict]] | None) -> None:
     for layer, state in saved or ():
         vars(layer).clear()
         vars(layer).update(state)
-

@@ -13,8 +13,9 @@ that retains its gradient) reads exactly as torch reads it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -71,7 +72,9 @@ def _read(tensor: torch.Tensor) -> Any:
     )
 
 
-GUARD = property(_read, NATIVE.__set__, NATIVE.__delete__, "torch's Tensor.grad, raising where no backward pass will reach it")
+GUARD = property(
+    _read, NATIVE.__set__, NATIVE.__delete__, "torch's Tensor.grad, raising where no backward pass will reach it"
+)
 
 
 @contextmanager

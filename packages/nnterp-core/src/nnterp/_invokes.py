@@ -53,7 +53,9 @@ def in_model_dtype(model: Any, kwargs: dict) -> dict:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         return kwargs
     return {
-        key: value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype else value
+        key: value.to(dtype)
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype
+        else value
         for key, value in kwargs.items()
     }
 

@@ -119,6 +119,10 @@ def _branch(source: str, line: int | None) -> str | None:
         test = ast.unparse(node.test)
         # end_lineno is typed Optional, and ast.parse sets it on every statement
         for body, words in ((node.body, f"under `if {test}:`"), (node.orelse, f"in the else of `if {test}:`")):
-            if body and body[0].lineno <= line <= cast(int, body[-1].end_lineno) and (found is None or node.lineno > found[0]):
+            if (
+                body
+                and body[0].lineno <= line <= cast(int, body[-1].end_lineno)
+                and (found is None or node.lineno > found[0])
+            ):
                 found = (node.lineno, words)
     return None if found is None else found[1]

@@ -56,7 +56,7 @@ class Unsaved:
     holds no tensor; its repr says what it is, for debuggers and notebooks.
     """
 
-    __slots__ = ("_variable", "_error", "_message")
+    __slots__ = ("_error", "_message", "_variable")
     __hash__ = object.__hash__  # a dict key or set member is no use of the value
 
     def __init__(self, variable: str, error: type, message: str) -> None:
@@ -65,7 +65,7 @@ class Unsaved:
         self._message = message
 
     @classmethod
-    def of(cls, variable: str, value: Any) -> "Unsaved":
+    def of(cls, variable: str, value: Any) -> Unsaved:
         """The name ``variable``, bound to ``value`` (a tensor, or a container holding some) and not saved."""
         if isinstance(value, Tensor):
             spelling = value.__dict__.get(SPELLING)
@@ -85,7 +85,7 @@ class Unsaved:
         )
 
     @classmethod
-    def cut_short(cls, variable: str) -> "Unsaved":
+    def cut_short(cls, variable: str) -> Unsaved:
         """The name ``variable``, which a block cut short by an open ``tracer.all()`` / ``tracer.iter[:]`` loop never reached."""
         return cls(
             variable,
@@ -127,13 +127,61 @@ def _flat(args: tuple, kwargs: dict | None) -> list:
     return found
 
 
-_USES = (
-    "__str__ __format__ __bool__ __len__ __iter__ __contains__ __getitem__ __setitem__ __delitem__ __call__ "
-    "__float__ __int__ __index__ __complex__ __array__ __neg__ __pos__ __abs__ __invert__ __eq__ __ne__ __lt__ "
-    "__le__ __gt__ __ge__ __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __matmul__ __rmatmul__ __truediv__ "
-    "__rtruediv__ __floordiv__ __rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __and__ __rand__ __or__ __ror__ "
-    "__xor__ __rxor__ __lshift__ __rshift__ __iadd__ __isub__ __imul__ __itruediv__"
-).split()
+_USES = [
+    "__str__",
+    "__format__",
+    "__bool__",
+    "__len__",
+    "__iter__",
+    "__contains__",
+    "__getitem__",
+    "__setitem__",
+    "__delitem__",
+    "__call__",
+    "__float__",
+    "__int__",
+    "__index__",
+    "__complex__",
+    "__array__",
+    "__neg__",
+    "__pos__",
+    "__abs__",
+    "__invert__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__matmul__",
+    "__rmatmul__",
+    "__truediv__",
+    "__rtruediv__",
+    "__floordiv__",
+    "__rfloordiv__",
+    "__mod__",
+    "__rmod__",
+    "__pow__",
+    "__rpow__",
+    "__and__",
+    "__rand__",
+    "__or__",
+    "__ror__",
+    "__xor__",
+    "__rxor__",
+    "__lshift__",
+    "__rshift__",
+    "__iadd__",
+    "__isub__",
+    "__imul__",
+    "__itruediv__",
+]
 for _use in _USES:
     setattr(Unsaved, _use, Unsaved._refuse)
 
@@ -256,13 +304,19 @@ def _frames(error: BaseException) -> list:
 
 
 def _stored(code: Any) -> set[str]:
-    return {instruction.argval for instruction in dis.get_instructions(code) if instruction.opname in ("STORE_NAME", "STORE_GLOBAL")}
+    return {
+        instruction.argval
+        for instruction in dis.get_instructions(code)
+        if instruction.opname in ("STORE_NAME", "STORE_GLOBAL")
+    }
 
 
 def _assigned(node: Any, name: str) -> str | None:
     """What ``name`` is assigned from in a ``with`` block's body, as the user wrote it."""
     for statement in ast.walk(ast.Module(body=list(getattr(node, "body", [])), type_ignores=[])):
-        if isinstance(statement, ast.Assign) and any(isinstance(target, ast.Name) and target.id == name for target in statement.targets):
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == name for target in statement.targets
+        ):
             return ast.unparse(statement.value)
     return None
 
@@ -346,9 +400,15 @@ def _grad_read_before(frame: Any, line: int) -> str | None:
         return None
     block = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.With) and node.body and node.body[0].lineno <= line <= cast(int, node.end_lineno):  # ast.parse sets it
+        if (
+            isinstance(node, ast.With) and node.body and node.body[0].lineno <= line <= cast(int, node.end_lineno)
+        ):  # ast.parse sets it
             called = node.items[0].context_expr
-            if isinstance(called, ast.Call) and isinstance(called.func, ast.Attribute) and called.func.attr == "backward":
+            if (
+                isinstance(called, ast.Call)
+                and isinstance(called.func, ast.Attribute)
+                and called.func.attr == "backward"
+            ):
                 if block is None or node.lineno > block.lineno:
                     block = node
     if block is None:
@@ -357,7 +417,10 @@ def _grad_read_before(frame: Any, line: int) -> str | None:
         (node, node.value.id)
         for statement in block.body
         for node in ast.walk(statement)
-        if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name) and node.lineno < line
+        if isinstance(node, ast.Attribute)
+        and node.attr == "grad"
+        and isinstance(node.value, ast.Name)
+        and node.lineno < line
     ]
     return max(reads, key=lambda read: (read[0].lineno, read[0].col_offset))[1] if reads else None
 

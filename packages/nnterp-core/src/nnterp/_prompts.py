@@ -24,7 +24,9 @@ def check_invokes(invokes: list) -> None:
             continue
         strings = [isinstance(prompt, str) for prompt in prompts]
         if any(strings) and not all(strings):
-            kinds = ", ".join("a string" if string else f"a {type(prompt).__name__}" for string, prompt in zip(strings, prompts))
+            kinds = ", ".join(
+                "a string" if string else f"a {type(prompt).__name__}" for string, prompt in zip(strings, prompts)
+            )
             raise InvalidPrompt(
                 f"this invoke mixes strings and token ids in one batch ({kinds}); give one kind per invoke: "
                 "strings (the tokenizer encodes and pads them), or token ids (a list of int lists, or a tensor), "
@@ -132,12 +134,18 @@ def position_limit(model: Any) -> int | None:
     cached = model.__dict__.get("_nnterp_position_limit", False)
     if cached is not False:
         return cached
-    limit = getattr(model.text_config, "max_position_embeddings", None) or getattr(model.text_config, "n_positions", None)
+    limit = getattr(model.text_config, "max_position_embeddings", None) or getattr(
+        model.text_config, "n_positions", None
+    )
     found = None
     if isinstance(limit, int):
         for name, module in model._module.named_modules():
             leaf = name.rsplit(".", 1)[-1]
-            if isinstance(module, torch.nn.Embedding) and ("pos" in leaf or leaf == "wpe") and 0 <= module.num_embeddings - limit <= 2:
+            if (
+                isinstance(module, torch.nn.Embedding)
+                and ("pos" in leaf or leaf == "wpe")
+                and 0 <= module.num_embeddings - limit <= 2
+            ):
                 found = limit
                 break
     model.__dict__["_nnterp_position_limit"] = found

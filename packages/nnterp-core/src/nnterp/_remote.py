@@ -171,7 +171,7 @@ def require(host: str, modules: set[str]) -> None:
         f"  client: Python {sys.version.split()[0]}, nnsight {_version('nnsight')}, {client}\n"
         f"  server: Python {env.get('python_version', '?').split()[0]}, nnsight {packages.get('nnsight', 'missing')}, "
         f"{server}\n"
-        f"Install these on the server ({pins}), or run where they are: remote=False here, or remote=\"http://host:port\" "
+        f'Install these on the server ({pins}), or run where they are: remote=False here, or remote="http://host:port" '
         "for a server of your own with them installed."
     )
 

@@ -44,14 +44,16 @@ def resolve(model: Any, kwargs: dict) -> Family:
     served = registry.family_of_classes(classes)
     if served is not None:
         family, klass = served
-        return family.found_by(f"model class {klass}, which the {family.name} family serves (no family names model type {model_type!r})")
+        return family.found_by(
+            f"model class {klass}, which the {family.name} family serves (no family names model type {model_type!r})"
+        )
     # a type kept out of reach is refused with its reason, not inferred into values a proof would withdraw
     reach.refuse(model_type)
     from .inference import infer
 
     try:
         tree = module_tree(model, kwargs)
-    except Exception as error:  # noqa: BLE001 - a model's own constructor may refuse its config any way it likes
+    except Exception as error:
         raise FamilyNotFound(
             f"no nnterp family exists yet for model type {model_type!r}, none serves its classes ({', '.join(classes) or 'none named'}), "
             f"and transformers cannot build it to infer one ({type(error).__name__}: {str(error).splitlines()[0]}); write a family "

@@ -137,7 +137,9 @@ def piece(prop: Any, envoy: Any, location: str, value: Any) -> Piece | None:
             )
         short.append(index)
     if len(short) > 1:
-        raise ValueError(f"{prop.name}: sharded along {len(short)} axes {[dims[i] for i in short]}; only one can be gathered")
+        raise ValueError(
+            f"{prop.name}: sharded along {len(short)} axes {[dims[i] for i in short]}; only one can be gathered"
+        )
     return Piece(mesh, short[0]) if short else None
 
 

@@ -34,7 +34,7 @@ class Call(NamedTuple):
     plain: bool
 
     @classmethod
-    def of(cls, args: tuple, kwargs: dict, generating: bool) -> "Call | None":
+    def of(cls, args: tuple, kwargs: dict, generating: bool) -> Call | None:
         """The call ``(args, kwargs)`` makes, or None where its tokens are not a ``[batch, seq]`` tensor."""
         tokens = kwargs.get("input_ids")
         if tokens is None:
@@ -85,7 +85,9 @@ def _given(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _fail(prop: Any, envoy: Any, value: Any, expected: tuple, problem: str, fix: str, dtype: Any = None) -> WriteMismatch:
+def _fail(
+    prop: Any, envoy: Any, value: Any, expected: tuple, problem: str, fix: str, dtype: Any = None
+) -> WriteMismatch:
     layout = prop.layout
     axes = layouts.dims(layout) if layout is not None else ()
     if axes and len(axes) == len(expected):
@@ -95,9 +97,7 @@ def _fail(prop: Any, envoy: Any, value: Any, expected: tuple, problem: str, fix:
         wanted = f"shape {_shape(expected)}"
     if dtype is not None:
         wanted += f" ({str(dtype).removeprefix('torch.')})"
-    return WriteMismatch(
-        f"{spelled(envoy, prop.name)} = {_given(value)}: {problem}; it takes {wanted}. {fix}"
-    )
+    return WriteMismatch(f"{spelled(envoy, prop.name)} = {_given(value)}: {problem}; it takes {wanted}. {fix}")
 
 
 def _sizes_wrong(wrong: list) -> str:
@@ -135,10 +135,26 @@ def check_before(prop: Any, envoy: Any, value: Any, mediator: Any) -> None:
         for axis, size in zip(axes, static)
     )
     if value.ndim != len(expected):
-        raise _fail(prop, envoy, value, expected, f"{value.ndim} axes where the layout has {len(expected)}", "Give one size per axis, in that order.")
-    wrong = [(axis, want, got) for axis, want, got in zip(axes, expected, value.shape) if want is not None and want != got]
+        raise _fail(
+            prop,
+            envoy,
+            value,
+            expected,
+            f"{value.ndim} axes where the layout has {len(expected)}",
+            "Give one size per axis, in that order.",
+        )
+    wrong = [
+        (axis, want, got) for axis, want, got in zip(axes, expected, value.shape) if want is not None and want != got
+    ]
     if wrong:
-        raise _fail(prop, envoy, value, expected, _sizes_wrong(wrong), f"Give {', '.join(f'{axis}={want}' for axis, want, _ in wrong)}.")
+        raise _fail(
+            prop,
+            envoy,
+            value,
+            expected,
+            _sizes_wrong(wrong),
+            f"Give {', '.join(f'{axis}={want}' for axis, want, _ in wrong)}.",
+        )
     floating = _floating(layout)
     if floating is not None and value.is_floating_point() != floating:
         kind = "a floating-point" if floating else "an integer"
@@ -161,10 +177,36 @@ def check_against(prop: Any, envoy: Any, value: Any, current: Any, shape: tuple 
         else:
             axes = layouts.dims(prop.layout) if prop.layout is not None else ()
             names = axes if len(axes) == len(expected) else tuple(f"axis {index}" for index in range(len(expected)))
-            problem = _sizes_wrong([(axis, want, got) for axis, want, got in zip(names, expected, value.shape) if want != got])
-        raise _fail(prop, envoy, value, expected, problem, "Give a tensor of exactly that shape (expand or index it first).", current.dtype)
+            problem = _sizes_wrong(
+                [(axis, want, got) for axis, want, got in zip(names, expected, value.shape) if want != got]
+            )
+        raise _fail(
+            prop,
+            envoy,
+            value,
+            expected,
+            problem,
+            "Give a tensor of exactly that shape (expand or index it first).",
+            current.dtype,
+        )
     if value.dtype != current.dtype:
         dtype = str(current.dtype).removeprefix("torch.")
-        raise _fail(prop, envoy, value, expected, f"the model computes it in {dtype}", f"Convert it with .to(torch.{dtype}).", current.dtype)
+        raise _fail(
+            prop,
+            envoy,
+            value,
+            expected,
+            f"the model computes it in {dtype}",
+            f"Convert it with .to(torch.{dtype}).",
+            current.dtype,
+        )
     if value.device != current.device:
-        raise _fail(prop, envoy, value, expected, f"the model holds it on {current.device}", f"Move it with .to({str(current.device)!r}).", current.dtype)
+        raise _fail(
+            prop,
+            envoy,
+            value,
+            expected,
+            f"the model holds it on {current.device}",
+            f"Move it with .to({str(current.device)!r}).",
+            current.dtype,
+        )

@@ -12,21 +12,22 @@ from __future__ import annotations
 import functools
 import types
 import typing
+from collections.abc import Callable, Iterable
 from functools import partial
-from collections.abc import Iterable
-from typing import Any, Callable
+from typing import Any
 
-import torch
-from greenlet import getcurrent
 from nnsight.intervention.eproperty import WriteBack, eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 from nnsight.intervention.util import first_input, replace_first_input
 
+import torch
+from greenlet import getcurrent
+
 from . import _tensor_parallel as tensor_parallel
 from . import layouts
 from ._gradients import mark
-from ._pitfalls import outside_trace
 from ._order import note_served, translated
+from ._pitfalls import outside_trace
 from ._spelling import spelled_cached
 from ._writes import check_against, check_before
 from .errors import OutOfOrder, SourceNotAvailable, Unavailable
@@ -158,7 +159,8 @@ class EProperty(eproperty):
         if self.layout is None:
             # a value redefined without a layout of its own (``unavailable(...)``, ``derived``) keeps its base's
             self.layout = next(
-                (other.layout for base in owner.__mro__[1:] if isinstance(other := vars(base).get(name), EProperty)), None
+                (other.layout for base in owner.__mro__[1:] if isinstance(other := vars(base).get(name), EProperty)),
+                None,
             )
 
     def __reduce__(self) -> tuple:
@@ -190,7 +192,9 @@ class EProperty(eproperty):
         fields = {name for name in vars(self) if not name.startswith("_")} | set(self._FIELD_ATTRIBUTES)
         unknown = sorted(set(changes) - fields)
         if unknown:
-            raise TypeError(f"{type(self).__name__}.evolve: no field {', '.join(unknown)}; fields: {', '.join(sorted(fields))}")
+            raise TypeError(
+                f"{type(self).__name__}.evolve: no field {', '.join(unknown)}; fields: {', '.join(sorted(fields))}"
+            )
         moved = _rebuilt(kind or type(self), dict(self.__dict__))
         for name, value in changes.items():
             setattr(moved, self._FIELD_ATTRIBUTES.get(name, name), value)
@@ -266,7 +270,9 @@ class EProperty(eproperty):
                 return gradient_through(original, view, factor(envoy))
             return view / factor(envoy)
 
-        return self.evolve(read=read, write=lambda envoy, value: value / factor(envoy), write_back=write_back, **changes)
+        return self.evolve(
+            read=read, write=lambda envoy, value: value / factor(envoy), write_back=write_back, **changes
+        )
 
     # -- what the value is -------------------------------------------------------
 
@@ -604,7 +610,7 @@ def gradient_through(original: Any, view: Any, factor: float) -> Any:
     return original.detach() + ((view - view.detach()) / factor).to(original.dtype)
 
 
-def _rebuilt(cls: type, state: dict) -> "EProperty":
+def _rebuilt(cls: type, state: dict) -> EProperty:
     """An EProperty of class ``cls`` with ``state``: how one is unpickled."""
     value = cls.__new__(cls)
     property.__init__(value)
@@ -620,10 +626,18 @@ class DerivedEProperty(EProperty):
     """
 
     def __init__(
-        self, compute: Callable[[Any], Any], description: str | None = None, unavailable: Reason = None, layout: Any = None
+        self,
+        compute: Callable[[Any], Any],
+        description: str | None = None,
+        unavailable: Reason = None,
+        layout: Any = None,
     ) -> None:
         super().__init__(
-            key=None, description=description, unavailable=unavailable, read_only="derived from other values", layout=layout
+            key=None,
+            description=description,
+            unavailable=unavailable,
+            read_only="derived from other values",
+            layout=layout,
         )
         self.compute = compute
         self.__doc__ = compute.__doc__
@@ -729,7 +743,13 @@ class TokenEProperty(EProperty):
     def _laid_out_for_user(self, obj: Any, location: str, last: str, raw: Any, served: Any, value: Any) -> Any:
         shown = self._as_shown(obj, self._invoke_rows(location, value))
         # a stream bound under two names is written in place (assign_in_place): a swap would reach only one of them
-        if shown is not value and value is served and not self.assign_in_place and torch.is_grad_enabled() and shown.requires_grad:
+        if (
+            shown is not value
+            and value is served
+            and not self.assign_in_place
+            and torch.is_grad_enabled()
+            and shown.requires_grad
+        ):
             self._differentiated_through(obj, location, last, raw, value, self._as_held(obj, shown))
         return shown
 

@@ -102,10 +102,14 @@ class Family:
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         for field in ("skips", "half_precision_failures"):
             declared = getattr(self, field)
-            object.__setattr__(self, field, _frozen({checkpoint: _frozen(checks) for checkpoint, checks in declared.items()}))
+            object.__setattr__(
+                self, field, _frozen({checkpoint: _frozen(checks) for checkpoint, checks in declared.items()})
+            )
             strays = sorted(set(declared) - set(self.tiny))
             if strays:
-                raise ValueError(f"the {self.name} family declares {field} for {', '.join(strays)}, which are not among its tiny checkpoints")
+                raise ValueError(
+                    f"the {self.name} family declares {field} for {', '.join(strays)}, which are not among its tiny checkpoints"
+                )
         object.__setattr__(self, "model_types", tuple(self.model_types))
         object.__setattr__(self, "model_classes", tuple(self.model_classes))
 
@@ -118,7 +122,9 @@ class Family:
         """
         unknown = sorted(set(changes) - {field.name for field in dataclasses.fields(self)})
         if unknown:
-            raise TypeError(f"{type(self).__name__} has no field {', '.join(map(repr, unknown))}; its fields: {', '.join(field_names(type(self)))}")
+            raise TypeError(
+                f"{type(self).__name__} has no field {', '.join(map(repr, unknown))}; its fields: {', '.join(field_names(type(self)))}"
+            )
         return dataclasses.replace(self, **{**OWN_FIELDS, **changes})
 
     def __repr__(self) -> str:
@@ -169,7 +175,14 @@ class Family:
 
 
 #: what a copy does not inherit: a sibling serves its own model types, with its own checkpoints
-OWN_FIELDS: dict[str, Any] = {"model_types": (), "model_classes": (), "tiny": {}, "skips": {}, "half_precision_failures": {}, "resolution": None}
+OWN_FIELDS: dict[str, Any] = {
+    "model_types": (),
+    "model_classes": (),
+    "tiny": {},
+    "skips": {},
+    "half_precision_failures": {},
+    "resolution": None,
+}
 
 #: the hooks a wrapper takes from its text family where it sets none itself
 INHERITED_HOOKS = ("no_final_norm", "position_ids", "project_on_vocab")
@@ -195,5 +208,7 @@ def as_family(family: Family | ModuleType | str | None) -> Family | None:
     if isinstance(family, ModuleType):
         family = family_of_module(family)
     if family is not None and not isinstance(family, Family):
-        raise TypeError(f"family= takes an nnterp Family (or a family module, or its dotted path), not {type(family).__name__}")
+        raise TypeError(
+            f"family= takes an nnterp Family (or a family module, or its dotted path), not {type(family).__name__}"
+        )
     return family

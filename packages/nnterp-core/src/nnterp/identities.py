@@ -71,14 +71,18 @@ def compare(
     """``actual`` against ``expected``: equal (``exact``), or close at ``dtype``'s tolerance in ``table`` (``expected``'s
     dtype by default; ``BATCH_TOLERANCE`` for a padded row against its prompt alone)."""
     if actual.shape != expected.shape:
-        return Verdict(False, float("inf"), 0.0, f"shapes differ, {tuple(actual.shape)} against {tuple(expected.shape)}")
+        return Verdict(
+            False, float("inf"), 0.0, f"shapes differ, {tuple(actual.shape)} against {tuple(expected.shape)}"
+        )
     if exact:
         if torch.equal(actual, expected):
             return Verdict(True, 0.0, 0.0, "equal")
         gap = (actual.double() - expected.double()).abs().max().item()
         return Verdict(False, gap, 0.0, f"off by {gap:.3g} (they must be equal)")
     ok, gap, allowed = close(actual, expected, table, dtype)
-    return Verdict(ok, gap, allowed, f"largest gap {gap:.3g}" if ok else f"off by {gap:.3g} (max abs; allowed {allowed:.3g})")
+    return Verdict(
+        ok, gap, allowed, f"largest gap {gap:.3g}" if ok else f"off by {gap:.3g} (max abs; allowed {allowed:.3g})"
+    )
 
 
 CONTRIBUTION = Identity("contribution", "layer_input + attention_output + mlp_output == layer_output")

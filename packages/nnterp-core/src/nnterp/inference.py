@@ -45,7 +45,10 @@ LAYOUTS: dict[str, tuple[type, tuple[str, ...]]] = {
     "pre-norm": (Layer, ("input_layernorm", "post_attention_layernorm")),
     "parallel, one norm": (ParallelLayer, ("input_layernorm",)),
     "parallel, two norms": (ParallelLayer, ("input_layernorm", "post_attention_layernorm")),
-    "sandwich": (SandwichLayer, ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm")),
+    "sandwich": (
+        SandwichLayer,
+        ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"),
+    ),
 }
 #: by layout, the call order of a block's children that means it (``n`` a norm, ``a`` the attention, ``m`` the MLP)
 CALL_ORDERS = {"nanm": "pre-norm", "nam": "parallel, one norm", "nnam": "parallel, two norms", "nannmn": "sandwich"}
@@ -110,9 +113,16 @@ def infer(module: nn.Module, model_type: str) -> Family:
     attention: type[Attention] = InferredAttention if structure.on_interface else OwnAttention
     mlp: type[Mlp] = Mlp
     if structure.layout == "sandwich":
-        attention = type(f"Inferred{PostNormAttention.__name__}", (PostNormAttention, attention), {"__module__": __name__})
+        attention = type(
+            f"Inferred{PostNormAttention.__name__}", (PostNormAttention, attention), {"__module__": __name__}
+        )
         mlp = PostNormMlp
-    rename = {structure.blocks: "layers", structure.embed_tokens: "embed_tokens", structure.norm: "norm", structure.lm_head: "lm_head"}
+    rename = {
+        structure.blocks: "layers",
+        structure.embed_tokens: "embed_tokens",
+        structure.norm: "norm",
+        structure.lm_head: "lm_head",
+    }
     children = {structure.attention: "self_attn", structure.mlp: "mlp", **dict(zip(structure.norms, norm_names))}
     rename.update({native: standard for native, standard in children.items()})
     if structure.down_proj:
@@ -131,7 +141,9 @@ def infer(module: nn.Module, model_type: str) -> Family:
 
 def sibling(family: Family) -> str:
     """The family an inferred family's block is, as its warning names it."""
-    return next((name for layout, name in SIBLINGS.items() if layout in (family.resolution or "")), "an existing family's block")
+    return next(
+        (name for layout, name in SIBLINGS.items() if layout in (family.resolution or "")), "an existing family's block"
+    )
 
 
 def find_structure(module: nn.Module, model_type: str) -> Structure:
@@ -150,22 +162,41 @@ def find_structure(module: nn.Module, model_type: str) -> Structure:
     head = names.get(id(given)) if (given := _called(module, "get_output_embeddings")) is not None else None
     # a model that does not say which they are: the embedding and the linear layer as wide as the vocabulary, outside the blocks
     outside = [(name, child) for name, child in module.named_modules() if name and not name.startswith(f"{path}.")]
-    embed = embed or next((name for name, child in outside if isinstance(child, nn.Embedding) and child.num_embeddings == vocab), None)
-    head = head or next((name for name, child in reversed(outside) if isinstance(child, nn.Linear) and child.out_features == vocab), None)
-    parent = path.rpartition(".")[0]
-    norm = next(
-        (f"{parent}.{name}".lstrip(".") for name, child in _named_children(module.get_submodule(parent) if parent else module)
-         if NORM_CLASS.search(type(child).__name__)),
+    embed = embed or next(
+        (name for name, child in outside if isinstance(child, nn.Embedding) and child.num_embeddings == vocab), None
+    )
+    head = head or next(
+        (name for name, child in reversed(outside) if isinstance(child, nn.Linear) and child.out_features == vocab),
         None,
     )
-    for what, value in (("an input embedding (get_input_embeddings)", embed), ("an output embedding (get_output_embeddings)", head), (f"a final norm beside {path}", norm)):
+    parent = path.rpartition(".")[0]
+    norm = next(
+        (
+            f"{parent}.{name}".lstrip(".")
+            for name, child in _named_children(module.get_submodule(parent) if parent else module)
+            if NORM_CLASS.search(type(child).__name__)
+        ),
+        None,
+    )
+    for what, value in (
+        ("an input embedding (get_input_embeddings)", embed),
+        ("an output embedding (get_output_embeddings)", head),
+        (f"a final norm beside {path}", norm),
+    ):
         if value is None:
             missing.append(what)
     children = dict(_named_children(block))
     attention = _child(children, ATTENTION_CLASS, lambda child: _has_projections(child, ("q", "k", "v")))
-    mlp = _child(children, MLP_CLASS, lambda child: sum(isinstance(grand, nn.Linear) for grand in child.children()) >= 2 and attention is not child)
+    mlp = _child(
+        children,
+        MLP_CLASS,
+        lambda child: sum(isinstance(grand, nn.Linear) for grand in child.children()) >= 2 and attention is not child,
+    )
     norms = [name for name, child in children.items() if NORM_CLASS.search(type(child).__name__)]
-    for what, value in (("an attention child (a class named *Attention*, or q/k/v projections)", attention), ("an MLP child (a class named *MLP*, or two linear layers)", mlp)):
+    for what, value in (
+        ("an attention child (a class named *Attention*, or q/k/v projections)", attention),
+        ("an MLP child (a class named *MLP*, or two linear layers)", mlp),
+    ):
         if value is None:
             missing.append(what)
     if embed:
@@ -186,7 +217,13 @@ def find_structure(module: nn.Module, model_type: str) -> Structure:
     layout = CALL_ORDERS.get(order)
     if layout is None or len(norms) != order.count("n"):
         found["call order"] = order or "unreadable"
-        _refuse(model_type, found, [f"a block layout the families know (call orders {', '.join(CALL_ORDERS)}: n a norm, a the attention, m the MLP)"])
+        _refuse(
+            model_type,
+            found,
+            [
+                f"a block layout the families know (call orders {', '.join(CALL_ORDERS)}: n a norm, a the attention, m the MLP)"
+            ],
+        )
     called = [name for name in _call_order(type(block), {name: "n" for name in norms})]
     mlp_module = children[mlp]
     return Structure(
@@ -276,7 +313,12 @@ def _call_order(block: type[nn.Module], children: dict[str, str]) -> list[str]:
         def visit_Call(self, node: ast.Call) -> None:
             self.generic_visit(node)
             func = node.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr in children:
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+                and func.attr in children
+            ):
                 calls.append(func.attr)
 
     Calls().visit(tree)
@@ -286,11 +328,16 @@ def _call_order(block: type[nn.Module], children: dict[str, str]) -> list[str]:
 def _down_projection(mlp: nn.Module, root: nn.Module) -> str | None:
     """The MLP's linear child back to the stream's width, the last of them where several are."""
     width = getattr(getattr(root, "config", None), "hidden_size", None)
-    linear = [name for name, child in mlp.named_children() if isinstance(child, nn.Linear) and child.out_features == width]
+    linear = [
+        name for name, child in mlp.named_children() if isinstance(child, nn.Linear) and child.out_features == width
+    ]
     called = _call_order(type(mlp), {name: "p" for name in linear}) or linear
     return called[-1] if called else None
 
 
 def _is_activation(module: nn.Module) -> bool:
     kind = type(module)
-    return kind.__module__.startswith(("torch.nn.modules.activation", "transformers.activations")) or "Activation" in kind.__name__
+    return (
+        kind.__module__.startswith(("torch.nn.modules.activation", "transformers.activations"))
+        or "Activation" in kind.__name__
+    )

@@ -14,21 +14,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 
 from .legacy import warn_once
-from .toolkit import lens
-from .toolkit import _arguments
+from .toolkit import _arguments, lens
 
 __all__ = [
-    "logit_lens",
     "TargetPrompt",
-    "repeat_prompt",
     "TargetPromptBatch",
-    "patchscope_lens",
-    "patchscope_generate",
+    "logit_lens",
     "patch_object_attn_lens",
+    "patchscope_generate",
+    "patchscope_lens",
+    "repeat_prompt",
     "steer",
 ]
 
@@ -39,7 +39,9 @@ def _use(name: str, replacement: str, stacklevel: int = 5) -> None:
 
 
 @torch.no_grad()
-def logit_lens(nn_model: Any, prompts: list[str] | str, remote: bool = False, return_inv_logits: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+def logit_lens(
+    nn_model: Any, prompts: list[str] | str, remote: bool = False, return_inv_logits: bool = False
+) -> Tensor | tuple[Tensor, Tensor]:
     """nnterp 1.3's logit lens at each prompt's last token, ``[batch, num_layers, vocab_size]`` (and the inverse lens with ``return_inv_logits``)."""
     _use("logit_lens", "nnterp.toolkit.logit_lens(model, prompts, positions=-1, inverse=...)")
     return lens.logit_lens(nn_model, prompts, positions=-1, inverse=return_inv_logits, remote=remote)
@@ -53,7 +55,9 @@ class TargetPrompt:
     index_to_patch: int
 
 
-def repeat_prompt(words: list[str] | None = None, rel: str = " ", sep: str = "\n", placeholder: str = "?", index_to_patch: int = -1) -> TargetPrompt:
+def repeat_prompt(
+    words: list[str] | None = None, rel: str = " ", sep: str = "\n", placeholder: str = "?", index_to_patch: int = -1
+) -> TargetPrompt:
     """The patchscopes paper's repetition prompt (``"king king\\n1135 1135\\nhello hello\\n?"``), patched at ``index_to_patch``."""
     words = ["king", "1135", "hello"] if words is None else words
     return TargetPrompt(sep.join(w + rel + w for w in words) + sep + placeholder, index_to_patch)
@@ -77,19 +81,31 @@ def it_repeat_prompt(
         if use_system_prompt:
             chat.append({"role": "system", "content": "You are a helpful assistant."})
         chat += [
-            {"role": "user", "content": "I will provide you with a series of sentences. Your task is to guess the next word in the sentence. You must answer with the next word only."},
+            {
+                "role": "user",
+                "content": "I will provide you with a series of sentences. Your task is to guess the next word in the sentence. You must answer with the next word only.",
+            },
             {"role": "assistant", "content": "Ok."},
             {"role": "user", "content": prompt},
             answer,
         ]
     elif use_system_prompt:
         chat += [
-            {"role": "system", "content": "The user will provide you with a sentence. Your task is to guess the next word in the sentence. You must answer with the next word only."},
+            {
+                "role": "system",
+                "content": "The user will provide you with a sentence. Your task is to guess the next word in the sentence. You must answer with the next word only.",
+            },
             {"role": "user", "content": prompt},
             answer,
         ]
     else:
-        chat += [{"role": "user", "content": f"Guess the next word in the following sentence (answer only the next word): {prompt}"}, answer]
+        chat += [
+            {
+                "role": "user",
+                "content": f"Guess the next word in the following sentence (answer only the next word): {prompt}",
+            },
+            answer,
+        ]
     text = tokenizer.apply_chat_template(chat, tokenize=False, continue_final_message=True, add_special_tokens=False)
     return TargetPrompt(text, -1)
 
@@ -136,7 +152,9 @@ class TargetPromptBatch:
         if isinstance(target_prompt, list):
             return TargetPromptBatch.from_target_prompts(target_prompt)
         if not isinstance(target_prompt, TargetPromptBatch):
-            raise ValueError(f"patch_prompts must be a TargetPrompt, a list of TargetPrompt or a TargetPromptBatch, got {type(target_prompt)}")
+            raise ValueError(
+                f"patch_prompts must be a TargetPrompt, a list of TargetPrompt or a TargetPromptBatch, got {type(target_prompt)}"
+            )
         return target_prompt
 
 
@@ -149,7 +167,9 @@ def _layers(model: Any, layers: Any) -> list[int]:
 @torch.no_grad()
 def _patched(model: Any, target: TargetPrompt, layers: list[int], states: Tensor, remote: bool) -> Tensor:
     """Next-token probabilities of ``target`` with ``layer_output[:, index]`` set to ``states[j]`` (``[rows, hidden]``) at ``layers[j]``: ``[rows, len(layers), vocab]``."""
-    batch = _arguments.prompts(model, [target.prompt] * states.shape[1], function="patchscope_lens", argument="target_patch_prompts")
+    batch = _arguments.prompts(
+        model, [target.prompt] * states.shape[1], function="patchscope_lens", argument="target_patch_prompts"
+    )
     out: list[Tensor] = []
     for j, layer in enumerate(layers):
         with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
@@ -177,7 +197,10 @@ def patchscope_lens(
     ``index_to_patch`` at the same layer. ``layer_to_patch=`` is 1.3's README
     spelling of ``layers=``.
     """
-    _use("patchscope_lens", "nnterp.toolkit.patchscope_lens(model, source_prompts, target_prompt, layers=, target_position=)")
+    _use(
+        "patchscope_lens",
+        "nnterp.toolkit.patchscope_lens(model, source_prompts, target_prompt, layers=, target_position=)",
+    )
     if layer_to_patch is not None:
         warn_once("nnterp.interventions.patchscope_lens(layer_to_patch=)", "layers=", stacklevel=4)
         if layers is not None:
@@ -188,7 +211,9 @@ def patchscope_lens(
         raise ValueError("You cannot provide both source_prompts and latents")
     if latents is None and source_prompts is None:
         raise ValueError("Either source_prompts or latents must be provided")
-    source_prompts = [source_prompts] if isinstance(source_prompts, str) else source_prompts or []  # none where latents are given
+    source_prompts = (
+        [source_prompts] if isinstance(source_prompts, str) else source_prompts or []
+    )  # none where latents are given
     num_sources = len(latents[0]) if latents is not None else len(source_prompts)
     targets = TargetPromptBatch.auto(target_patch_prompts, num_sources)
     if len(targets) != num_sources:
@@ -196,13 +221,31 @@ def patchscope_lens(
     chosen = _layers(nn_model, layers)
     if latents is None and len({(t.prompt, t.index_to_patch) for t in targets}) == 1:
         # one target for every source: one toolkit call
-        return lens.patchscope_lens(nn_model, source_prompts, targets[0].prompt, layers=chosen, target_position=targets[0].index_to_patch, remote=remote, progress=False)
+        return lens.patchscope_lens(
+            nn_model,
+            source_prompts,
+            targets[0].prompt,
+            layers=chosen,
+            target_position=targets[0].index_to_patch,
+            remote=remote,
+            progress=False,
+        )
     rows = []
     for i, target in enumerate(targets):
         if latents is not None:
             rows.append(_patched(nn_model, target, chosen, latents[:, i : i + 1], remote))
         else:
-            rows.append(lens.patchscope_lens(nn_model, source_prompts[i : i + 1], target.prompt, layers=chosen, target_position=target.index_to_patch, remote=remote, progress=False))
+            rows.append(
+                lens.patchscope_lens(
+                    nn_model,
+                    source_prompts[i : i + 1],
+                    target.prompt,
+                    layers=chosen,
+                    target_position=target.index_to_patch,
+                    remote=remote,
+                    progress=False,
+                )
+            )
     return torch.cat(rows)
 
 
@@ -222,13 +265,27 @@ def patchscope_generate(
     ids in front, as 1.3's generator output held them. ``max_batch_size`` is
     1.3's memory hint, unused.
     """
-    _use("patchscope_generate", "nnterp.toolkit.patchscope_generate(model, source_prompts, target_prompt, layers=, max_new_tokens=)")
+    _use(
+        "patchscope_generate",
+        "nnterp.toolkit.patchscope_generate(model, source_prompts, target_prompt, layers=, max_new_tokens=)",
+    )
     prompts = [prompts] if isinstance(prompts, str) else prompts
     new = lens.patchscope_generate(
-        nn_model, prompts, target_patch_prompt.prompt, layers=layers, target_position=target_patch_prompt.index_to_patch,
-        max_new_tokens=max_length, remote=remote, progress=False,
+        nn_model,
+        prompts,
+        target_patch_prompt.prompt,
+        layers=layers,
+        target_position=target_patch_prompt.index_to_patch,
+        max_new_tokens=max_length,
+        remote=remote,
+        progress=False,
     )
-    target = _arguments.prompts(nn_model, [target_patch_prompt.prompt] * len(prompts), function="patchscope_generate", argument="target_patch_prompt")
+    target = _arguments.prompts(
+        nn_model,
+        [target_patch_prompt.prompt] * len(prompts),
+        function="patchscope_generate",
+        argument="target_patch_prompt",
+    )
     return {layer: torch.cat([target.input_ids.cpu(), ids], dim=1) for layer, ids in new.items()}
 
 
@@ -270,13 +327,24 @@ def patch_object_attn_lens(
     return torch.stack(out, dim=1)
 
 
-def steer(nn_model: Any, layers: int | list[int], steering_vector: Tensor, factor: float = 1, token_positions: Any = None, batch_index: Any = None) -> None:
+def steer(
+    nn_model: Any,
+    layers: int | list[int],
+    steering_vector: Tensor,
+    factor: float = 1,
+    token_positions: Any = None,
+    batch_index: Any = None,
+) -> None:
     """Add ``factor * steering_vector`` to ``layer_output`` of each of ``layers``, inside a trace: ``nnterp.toolkit.steer``.
 
     1.3's README imported ``steer`` from here, where 1.3 had none (it was the
     method ``model.steer``); served so that the README runs.
     """
-    _use("steer", "nnterp.toolkit.steer(model, layers, vector, factor) or model.steer(layers, vector, factor)", stacklevel=4)
+    _use(
+        "steer",
+        "nnterp.toolkit.steer(model, layers, vector, factor) or model.steer(layers, vector, factor)",
+        stacklevel=4,
+    )
     from .toolkit.steering import steer as toolkit_steer
 
     toolkit_steer(nn_model, layers, steering_vector, factor, token_positions=token_positions, batch_index=batch_index)

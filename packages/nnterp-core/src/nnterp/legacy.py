@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import Tensor
 
-__all__ = ["LegacyName", "NAMES", "CHANGED", "nnterp13", "warn_once"]
+__all__ = ["CHANGED", "NAMES", "LegacyName", "nnterp13", "warn_once"]
 
 
 class LegacyName(FutureWarning):
@@ -108,7 +108,9 @@ class LayerValues:
 
     def __setitem__(self, layer: int, value: Any) -> None:
         if self._module:
-            raise TypeError(f"model.{self._name}[{layer}] is a module, which cannot be assigned; assign one of its values ({NAMES[self._name]}.<value>)")
+            raise TypeError(
+                f"model.{self._name}[{layer}] is a module, which cannot be assigned; assign one of its values ({NAMES[self._name]}.<value>)"
+            )
         setattr(self._owner(layer), self._path[-1], value)
 
     def __call__(self, layer: int) -> Any:
@@ -211,7 +213,9 @@ class Nnterp13Names:
 
         _use("add_prefix_false_tokenizer")
         if "_nnterp13_tokenizer" not in self.__dict__:
-            self.__dict__["_nnterp13_tokenizer"] = AutoTokenizer.from_pretrained(self.tokenizer.name_or_path, add_prefix_space=False)
+            self.__dict__["_nnterp13_tokenizer"] = AutoTokenizer.from_pretrained(
+                self.tokenizer.name_or_path, add_prefix_space=False
+            )
         return self.__dict__["_nnterp13_tokenizer"]
 
     def detect_layer_output_type(self) -> None:
@@ -238,7 +242,9 @@ class Nnterp13Names:
         """
         _use("get_topk_closest_tokens")
         if hidden_state.shape[-1] != self.hidden_size or hidden_state.ndim not in (1, 2):
-            raise ValueError(f"get_topk_closest_tokens: hidden_state is {tuple(hidden_state.shape)}, expected [{self.hidden_size}] or [batch, {self.hidden_size}]")
+            raise ValueError(
+                f"get_topk_closest_tokens: hidden_state is {tuple(hidden_state.shape)}, expected [{self.hidden_size}] or [batch, {self.hidden_size}]"
+            )
         top = self.project_on_vocab(hidden_state).float().softmax(-1).topk(k, dim=-1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LegacyName)
@@ -320,7 +326,10 @@ def _skip_layers(original: Any) -> Any:
         if unknown:
             raise TypeError(f"skip_layers() got unexpected keyword arguments {sorted(unknown)}")
         if legacy:
-            warn_once("model.skip_layers(start_layer=, end_layer=, skip_with=, layer_returns_tuple=)", "model.skip_layers(start, end, with_)")
+            warn_once(
+                "model.skip_layers(start_layer=, end_layer=, skip_with=, layer_returns_tuple=)",
+                "model.skip_layers(start, end, with_)",
+            )
         legacy.pop("layer_returns_tuple", None)
         given = {"start": start, "end": end, "with_": with_}
         for old, new in spelled.items():

@@ -19,7 +19,7 @@ from torch import Tensor
 from .legacy import warn_once
 from .toolkit import lens
 
-__all__ = ["Prompt", "run_prompts", "get_first_tokens", "next_token_probs_unsqueeze"]
+__all__ = ["Prompt", "get_first_tokens", "next_token_probs_unsqueeze", "run_prompts"]
 
 
 def _use(name: str, replacement: str, stacklevel: int = 4) -> None:
@@ -31,7 +31,9 @@ def _first_tokens(words: str | list[str], llm_or_tokenizer: Any) -> list[int]:
     return lens._first_tokens(tokenizer, [words] if isinstance(words, str) else list(words), both_spacings=True)
 
 
-def get_first_tokens(words: str | list[str], llm_or_tokenizer: Any, use_hacky_implementation: bool = False) -> list[int]:
+def get_first_tokens(
+    words: str | list[str], llm_or_tokenizer: Any, use_hacky_implementation: bool = False
+) -> list[int]:
     """nnterp 1.3's first tokens of ``"word"`` and ``" word"`` for each word (``use_hacky_implementation`` is not needed: unused)."""
     _use("get_first_tokens", "nnterp.toolkit.Prompt.from_strings(text, targets, model).targets")
     return _first_tokens(words, llm_or_tokenizer)
@@ -46,14 +48,18 @@ class Prompt:
     target_strings: dict[str, str | list[str]] | None = None
 
     @classmethod
-    def from_strings(cls, prompt: str, target_strings: dict[str, str | list[str]] | list[str] | str, tokenizer: Any) -> Prompt:
+    def from_strings(
+        cls, prompt: str, target_strings: dict[str, str | list[str]] | list[str] | str, tokenizer: Any
+    ) -> Prompt:
         """A prompt whose targets are the first tokens of each string, with and without a leading space."""
         _use("Prompt", "nnterp.toolkit.Prompt.from_strings(text, targets, model)")
         if isinstance(target_strings, (str, list)):
             target_strings = {"target": target_strings}
-        return cls(prompt, {name: _first_tokens(words, tokenizer) for name, words in target_strings.items()}, target_strings)
+        return cls(
+            prompt, {name: _first_tokens(words, tokenizer) for name, words in target_strings.items()}, target_strings
+        )
 
-    def has_no_collisions(self, ignore_targets: None | str | list[str] = None) -> bool:
+    def has_no_collisions(self, ignore_targets: str | list[str] | None = None) -> bool:
         """Whether no token is a target of two categories (``ignore_targets`` left out)."""
         ignored = [ignore_targets] if isinstance(ignore_targets, str) else ignore_targets or []
         tokens = [token for name, ids in self.target_tokens.items() if name not in ignored for token in ids]
@@ -90,14 +96,30 @@ def run_prompts(
     ``get_probs_func(model, prompts, remote=, **func_kwargs)`` gives
     ``[batch, layers, vocab]`` (default: the next-token distribution, one layer).
     """
-    _use("run_prompts", "nnterp.toolkit.run_prompts(model, prompts) (next-token), or the lens's probabilities indexed by Prompt.targets", stacklevel=5)
+    _use(
+        "run_prompts",
+        "nnterp.toolkit.run_prompts(model, prompts) (next-token), or the lens's probabilities indexed by Prompt.targets",
+        stacklevel=5,
+    )
     if not prompts:
         return {}
     keys = list(prompts[0].target_tokens)
     for prompt in prompts:
         if set(prompt.target_tokens) != set(keys):
-            raise ValueError(f"All prompts must have the same target keys. Got {set(keys)} and {set(prompt.target_tokens)}")
+            raise ValueError(
+                f"All prompts must have the same target keys. Got {set(keys)} and {set(prompt.target_tokens)}"
+            )
     get_probs_func = next_token_probs_unsqueeze if get_probs_func is None else get_probs_func
     texts = [prompt.prompt for prompt in prompts]
-    probs = torch.cat([get_probs_func(nn_model, texts[i : i + batch_size], remote=remote, **(func_kwargs or {})) for i in range(0, len(texts), batch_size)])
-    return {name: torch.stack([probs[i, :, prompt.target_tokens[name]].sum(dim=1) for i, prompt in enumerate(prompts)]).cpu() for name in keys}
+    probs = torch.cat(
+        [
+            get_probs_func(nn_model, texts[i : i + batch_size], remote=remote, **(func_kwargs or {}))
+            for i in range(0, len(texts), batch_size)
+        ]
+    )
+    return {
+        name: torch.stack(
+            [probs[i, :, prompt.target_tokens[name]].sum(dim=1) for i, prompt in enumerate(prompts)]
+        ).cpu()
+        for name in keys
+    }

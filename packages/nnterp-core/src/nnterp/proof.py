@@ -103,7 +103,9 @@ class Proof:
     @property
     def proved(self) -> tuple[str, ...]:
         """The values an identity that held vouches for, by dotted name, in the order the identities ran."""
-        return tuple(dict.fromkeys(name for finding in self.findings if finding.status == HOLDS for name in finding.proved))
+        return tuple(
+            dict.fromkeys(name for finding in self.findings if finding.status == HOLDS for name in finding.proved)
+        )
 
     def __str__(self) -> str:
         return "\n".join(str(finding) for finding in self.findings)
@@ -112,7 +114,9 @@ class Proof:
 def prove(model: Any, withdraw: bool = True) -> Proof:
     """Run the identities on ``model`` (a loaded ``StandardizedTransformer``) and, with ``withdraw``, make what each
     failure refutes ``Unavailable`` on it."""
-    prompt = torch.randint(1, max(model.vocab_size, 2), (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(SEED))
+    prompt = torch.randint(
+        1, max(model.vocab_size, 2), (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(SEED)
+    )
     reads = _Reads(model, prompt)
     findings, titles = [], {}
     for identity in IDENTITIES:
@@ -173,7 +177,11 @@ class _Reads:
             try:
                 self.found[name] = self._trace(name, layers)
             except Exception as error:  # noqa: BLE001 - whatever a read raises (a moved operation, a changed return) refutes it
-                self.raised[name] = (layers, self.checking, f"reading {_spelled_on(name, layers)} {raised(error, self.model)}")
+                self.raised[name] = (
+                    layers,
+                    self.checking,
+                    f"reading {_spelled_on(name, layers)} {raised(error, self.model)}",
+                )
         return self.found.get(name, {})
 
     def _trace(self, name: str, layers: list[int | None]) -> dict[int | None, torch.Tensor]:
@@ -193,7 +201,9 @@ class _Reads:
         """A finding per value whose read raised, under the identity it was read for (``titles``: function name -> its
         title): it is withdrawn where it was asked for, with what raised and where."""
         return [
-            Finding(titles.get(identity, identity), FAILS, detail, tuple((layer, name) for layer in layers), raised=True)
+            Finding(
+                titles.get(identity, identity), FAILS, detail, tuple((layer, name) for layer in layers), raised=True
+            )
             for name, (layers, identity, detail) in self.raised.items()
         ]
 
@@ -256,7 +266,9 @@ def _reason(block: Any, dotted: str) -> str | None:
 Pair = tuple[int | None, torch.Tensor, torch.Tensor, torch.dtype]
 
 
-def _judge(reads: _Reads, identity: Identity, pairs: list[Pair], vouched: tuple[str, ...], why_not: str | None = None) -> Finding:
+def _judge(
+    reads: _Reads, identity: Identity, pairs: list[Pair], vouched: tuple[str, ...], why_not: str | None = None
+) -> Finding:
     """Hold ``identity`` on each pair; a failure withdraws ``vouched`` on that block.
 
     With no pair, the identity did not run: ``why_not`` says why (a value the family does not serve, and its reason).
@@ -272,7 +284,12 @@ def _judge(reads: _Reads, identity: Identity, pairs: list[Pair], vouched: tuple[
             failed.append((layer, verdict.detail))
     if not failed:
         proved = tuple(dict.fromkeys((*sorted(reads.asked.get(reads.checking, ())), *vouched)))
-        return Finding(identity.title, HOLDS, f"on {len(pairs)} {'block' if len(pairs) == 1 else 'blocks'}, largest gap {worst:.3g}", proved=proved)
+        return Finding(
+            identity.title,
+            HOLDS,
+            f"on {len(pairs)} {'block' if len(pairs) == 1 else 'blocks'}, largest gap {worst:.3g}",
+            proved=proved,
+        )
     detail = "; ".join(f"{'the root' if layer is None else f'layers[{layer}]'}: {what}" for layer, what in failed)
     return Finding(identity.title, FAILS, detail, tuple((layer, name) for layer, _ in failed for name in vouched))
 
@@ -293,7 +310,10 @@ def _terms(model: Any, layer: int) -> tuple[str, ...]:
 
 def _sums(reads: _Reads, blocks: dict[int, tuple[str, ...]], target: str) -> list[Pair]:
     """Per block, ``target`` against ``stream_sum(layer_input, its terms)``."""
-    values = {name: reads.get(name) for name in {"layer_input", target, *(term for terms in blocks.values() for term in terms)}}
+    values = {
+        name: reads.get(name)
+        for name in {"layer_input", target, *(term for terms in blocks.values() for term in terms)}
+    }
     pairs: list[Pair] = []
     for layer, terms in blocks.items():
         if all(layer in values[name] for name in ("layer_input", target, *terms)):
@@ -322,7 +342,9 @@ def mid_stream(model: Any, reads: _Reads) -> Finding:
     for layer in reads.blocks("layer_mid"):
         mid_terms = getattr(model.layers[layer], "mid_terms", None)
         terms = mid_terms() if mid_terms is not None else ()
-        if any(term.endswith("attention_output") for term in terms) and all(layer in reads.blocks(name) for name in ("layer_input", *terms)):
+        if any(term.endswith("attention_output") for term in terms) and all(
+            layer in reads.blocks(name) for name in ("layer_input", *terms)
+        ):
             blocks[layer] = terms
     pairs = _sums(reads, blocks, "layer_mid") if blocks else []
     return _judge(reads, MID_STREAM, pairs, ("layer_mid",), _why_not(model, ("layer_mid", "layer_input")))
@@ -363,7 +385,8 @@ def pattern_is_softmax_of_scores(model: Any, reads: _Reads) -> Finding:
     (its logits are weights an offloaded model holds nowhere the proof can read them)."""
     names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
     blocks = [
-        layer for layer in reads.blocks(names[0])
+        layer
+        for layer in reads.blocks(names[0])
         if layer in reads.blocks(names[1]) and not getattr(model.layers[layer].self_attn, "sink_column", False)
     ]
     scores, pattern = (reads.get(names[0]), reads.get(names[1])) if blocks else ({}, {})
@@ -383,7 +406,11 @@ def head_outputs_are_pattern_against_values(model: Any, reads: _Reads) -> Findin
         mixed = f"self_attn.{model.layers[layer].self_attn.mixed_heads}"
         if layer not in reads.blocks("self_attn.attention_probabilities") or layer not in reads.blocks(mixed):
             continue
-        values, pattern, heads = reads.get("self_attn.attention_values"), reads.get("self_attn.attention_probabilities"), reads.get(mixed)
+        values, pattern, heads = (
+            reads.get("self_attn.attention_values"),
+            reads.get("self_attn.attention_probabilities"),
+            reads.get(mixed),
+        )
         if not all(layer in found for found in (values, pattern, heads)):
             continue
         try:
@@ -393,18 +420,30 @@ def head_outputs_are_pattern_against_values(model: Any, reads: _Reads) -> Findin
             continue
         pairs.append((layer, heads[layer].float(), expected, heads[layer].dtype))
     vouched = ("self_attn.attention_head_outputs",)
-    found = _judge(reads, HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES, pairs, vouched, _why_not(model, ("self_attn.attention_values", "self_attn.attention_probabilities")))
+    found = _judge(
+        reads,
+        HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES,
+        pairs,
+        vouched,
+        _why_not(model, ("self_attn.attention_values", "self_attn.attention_probabilities")),
+    )
     if not mismatched:
         return found
     detail = "; ".join(f"layers[{layer}]: {what}" for layer, what in mismatched)
     refuted = tuple((layer, name) for layer, _ in mismatched for name in vouched)
-    return Finding(HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES.title, FAILS, detail if found.status != FAILS else f"{found.detail}; {detail}", (*found.refuted, *refuted))
+    return Finding(
+        HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES.title,
+        FAILS,
+        detail if found.status != FAILS else f"{found.detail}; {detail}",
+        (*found.refuted, *refuted),
+    )
 
 
 def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
     """down_proj(mlp.mlp_neurons) == mlp.mlp_output, on MLPs whose forward returns its down projection's call."""
     blocks = [
-        layer for layer in reads.blocks("mlp.mlp_neurons")
+        layer
+        for layer in reads.blocks("mlp.mlp_neurons")
         if layer in reads.blocks("mlp.mlp_output") and _returns_down_projection(model.layers[layer].mlp)
     ]
     pairs = []
@@ -421,9 +460,17 @@ def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
                     saved[layer] = (mlp.mlp_output.detach().clone(), projected)
         except Exception as error:  # noqa: BLE001 - reading them raising refutes them, as any other read
             detail = f"reading mlp_output and down_proj(mlp_neurons) on {', '.join(f'layers[{layer}]' for layer in blocks)} {raised(error, model)}"
-            return Finding(NEURONS_MAKE_CONTRIBUTION.name, FAILS, detail, tuple((layer, "mlp.mlp_neurons") for layer in blocks), raised=True)
+            return Finding(
+                NEURONS_MAKE_CONTRIBUTION.name,
+                FAILS,
+                detail,
+                tuple((layer, "mlp.mlp_neurons") for layer in blocks),
+                raised=True,
+            )
         pairs = [(layer, output, projected, output.dtype) for layer, (output, projected) in dict(saved).items()]
-    why_not = _why_not(model, ("mlp.mlp_neurons", "mlp.mlp_output")) or "no MLP's forward returns its down projection's call"
+    why_not = (
+        _why_not(model, ("mlp.mlp_neurons", "mlp.mlp_output")) or "no MLP's forward returns its down projection's call"
+    )
     vouched = ("mlp.mlp_neurons", "mlp.mlp_activation", "mlp.mlp_output")
     return _judge(reads, NEURONS_MAKE_CONTRIBUTION, pairs, vouched, why_not)
 
@@ -439,23 +486,40 @@ def _returns_down_projection(mlp: Any) -> bool:
         tree = ast.parse(textwrap.dedent(inspect.getsource(type(mlp._module).forward)))
     except (OSError, TypeError, SyntaxError):
         return False
-    bound = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+    bound = {
+        node.targets[0].id: node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    }
     returns = [node.value for node in ast.walk(tree) if isinstance(node, ast.Return) and node.value is not None]
     returned = [bound.get(value.id) if isinstance(value, ast.Name) else value for value in returns]
-    return len(returned) == 1 and isinstance(returned[0], ast.Call) and isinstance(returned[0].func, ast.Attribute) and returned[0].func.attr == native
+    return (
+        len(returned) == 1
+        and isinstance(returned[0], ast.Call)
+        and isinstance(returned[0].func, ast.Attribute)
+        and returned[0].func.attr == native
+    )
 
 
 def every_value_reads(model: Any, reads: _Reads) -> Finding:
     """Every other value the blocks serve reads on the prompt; one that raises (an operation a release moved, a kernel
     routed another way) is withdrawn with what raised. Reading proves no meaning: what reads and no identity vouches
     for is the proof's ``unproven``."""
-    names = [name for name in blocks_support(model.layers) if name not in reads.found and name not in reads.raised and reads.blocks(name)]
+    names = [
+        name
+        for name in blocks_support(model.layers)
+        if name not in reads.found and name not in reads.raised and reads.blocks(name)
+    ]
     for name in names:
         reads.get(name)
     read = [name for name in names if name in reads.found]
     if not names:
         return Finding("every_value_reads", NOT_RUN, "every value the blocks serve was read by an identity above")
-    return Finding("every_value_reads (each other value the blocks serve reads on the prompt)", HOLDS, f"{len(read)} of {len(names)} more values read")
+    return Finding(
+        "every_value_reads (each other value the blocks serve reads on the prompt)",
+        HOLDS,
+        f"{len(read)} of {len(names)} more values read",
+    )
 
 
 #: the identities, in the order they run

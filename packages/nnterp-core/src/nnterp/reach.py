@@ -79,7 +79,20 @@ ASSISTANT = (
 
 #: each reason and the causal-LM model types it keeps out of reach
 KINDS: dict[str, tuple[str, ...]] = {
-    ENCODER_DECODER: ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "prophetnet", "trocr", "whisper"),
+    ENCODER_DECODER: (
+        "bart",
+        "bigbird_pegasus",
+        "blenderbot",
+        "blenderbot-small",
+        "marian",
+        "mbart",
+        "mvp",
+        "pegasus",
+        "plbart",
+        "prophetnet",
+        "trocr",
+        "whisper",
+    ),
     AUDIO: ("musicgen", "musicgen_melody", "moss_transcribe_diarize"),
     ZAMBA: ("zamba",),
     INKLING_CONV: ("inkling_text",),
@@ -139,7 +152,10 @@ STRUCTURE: dict[str, str] = {
 TINY_ONLY = (QSA,)
 
 #: the reason for each causal-LM type this table knows
-REASONS: dict[str, str] = {**{model_type: reason for reason, types in KINDS.items() for model_type in types}, **STRUCTURE}
+REASONS: dict[str, str] = {
+    **{model_type: reason for reason, types in KINDS.items() for model_type in types},
+    **STRUCTURE,
+}
 
 
 class OutOfReach(FamilyNotFound):

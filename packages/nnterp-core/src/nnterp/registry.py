@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -64,19 +64,28 @@ class Catalog:
         """
         classes: dict[str, str] = {}
         for family in families:
-            owned = [*family.model_classes, *(name for model_type in family.model_types for name in own_classes(model_type))]
+            owned = [
+                *family.model_classes,
+                *(name for model_type in family.model_types for name in own_classes(model_type)),
+            ]
             for name in owned:
                 classes.setdefault(name, family.name)
         return cls(
             modules={family.name: modules[family.name] for family in families},
             model_types={model_type: family.name for family in families for model_type in family.model_types},
             model_classes=classes,
-            checkpoints={name: (family.name, tiny.model_type) for family in families for name, tiny in family.tiny.items()},
+            checkpoints={
+                name: (family.name, tiny.model_type) for family in families for name, tiny in family.tiny.items()
+            },
         )
 
 
 #: transformers' auto mappings whose classes a family serves: the causal LM, the base model, the vision-language wrapper
-AUTO_MAPPINGS = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES")
+AUTO_MAPPINGS = (
+    "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+    "MODEL_MAPPING_NAMES",
+    "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+)
 
 
 def mapped_classes(model_type: str) -> tuple[str, ...]:
@@ -138,13 +147,13 @@ def _loaded(group: str) -> list[Catalog]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def indexed() -> Catalog:
     """The families every installed ``nnterp.catalogs`` index names: plain data, no family imported."""
     return _merged(_loaded(CATALOGS))
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog() -> Catalog:
     """Every installed family in one index: the catalogs', then each single ``nnterp.families`` entry (which this imports)."""
     return _merged(_loaded(FAMILIES), over=indexed())
@@ -162,15 +171,19 @@ def families() -> dict[str, str]:
     return {model_type: index.modules[name] for model_type, name in index.model_types.items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def family_named(name: str) -> Family:
     """The installed family called ``name``."""
     module = _entry("modules", name)
     if module is None:
-        raise FamilyNotFound(f"no installed family is called {name!r}; installed: {', '.join(sorted(catalog().modules))}")
+        raise FamilyNotFound(
+            f"no installed family is called {name!r}; installed: {', '.join(sorted(catalog().modules))}"
+        )
     family = family_of_module(importlib.import_module(module))
     if family.name != name:
-        raise TypeError(f"{module} defines the family {family.name!r}, and its catalog calls it {name!r}: regenerate the catalog (scripts/catalogs.py)")
+        raise TypeError(
+            f"{module} defines the family {family.name!r}, and its catalog calls it {name!r}: regenerate the catalog (scripts/catalogs.py)"
+        )
     return family
 
 

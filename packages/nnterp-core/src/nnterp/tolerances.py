@@ -65,4 +65,6 @@ def computed_in(module: torch.nn.Module) -> torch.dtype:
     half-precision projections (Ergo's ``_keep_in_fp32_modules_strict``) computes its sublayers, and so its
     attention and routing, in half precision.
     """
-    return coarsest(*{parameter.dtype for parameter in module.parameters() if parameter.is_floating_point()} or {torch.float32})
+    return coarsest(
+        *{parameter.dtype for parameter in module.parameters() if parameter.is_floating_point()} or {torch.float32}
+    )

@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from nnsight.modeling.transformers import TransformersModel
+
 from torch import Tensor
 
 from . import _pitfalls as pitfalls
@@ -19,11 +20,11 @@ from ._invokes import continues_a_cache, in_model_dtype, padded_processor_invoke
 from ._loading import check_checkpoint, device_map_checked
 from ._patches.nnsight import ALIASING, CACHE_KEYWORD
 from ._prompts import check_invokes, check_tokens
+from ._resolution import config_dict, resolve
+from ._versions import unproven
 from ._writes import Call
 from .components.blocks import Blocks
 from .components.standard import blocks_support
-from ._resolution import config_dict, resolve
-from ._versions import unproven
 from .descriptors import EProperty, declared_values, refutation
 from .errors import FamilyMismatch, Unavailable, UnprovenFamily
 from .family import Family, as_family
@@ -34,7 +35,6 @@ from .logits import unembed
 
 if TYPE_CHECKING:
     from .proof import Proof
-
 
 
 _PREPROCESSOR_FLAGS = {
@@ -294,7 +294,9 @@ class StandardizedTransformer(TransformersModel):
             raise Unavailable(self, "project_on_vocab", refuted)
         return (self.family.project_on_vocab or unembed)(self, hidden)
 
-    def steer(self, layers: Any, vector: Tensor, factor: float = 1.0, *, token_positions: Any = None, batch_index: Any = None) -> None:
+    def steer(
+        self, layers: Any, vector: Tensor, factor: float = 1.0, *, token_positions: Any = None, batch_index: Any = None
+    ) -> None:
         """Add ``factor * vector`` to the stream leaving each of ``layers``, inside a trace: ``nnterp.toolkit.steer``."""
         from .toolkit.steering import steer
 
@@ -372,7 +374,9 @@ def _proof_message(model: Any, because: list[str]) -> str:
     proof = model.proof
     held = sum(finding.status == "holds" for finding in proof.findings)
     failed = [finding for finding in proof.findings if finding.status == "fails"]
-    lines = [f"nnterp proved the {model.family.name} family on this checkpoint at load ({'; '.join(because)}): {held} identities hold"]
+    lines = [
+        f"nnterp proved the {model.family.name} family on this checkpoint at load ({'; '.join(because)}): {held} identities hold"
+    ]
     if failed:
         lines[0] += f", {len(failed)} fail; their values are Unavailable with the identity as the reason:"
         lines += [f"  {finding}" for finding in failed]
@@ -386,7 +390,9 @@ def _proof_message(model: Any, because: list[str]) -> str:
             "the conformance kit proves them (nnterp-conformance check PATH)."
         )
     if model.family.inferred:
-        lines.append(f"It serves this model as {sibling(model.family)}; a family for it (docs/adding-a-family.md) would serve it for sure.")
+        lines.append(
+            f"It serves this model as {sibling(model.family)}; a family for it (docs/adding-a-family.md) would serve it for sure."
+        )
     return "\n".join(lines)
 
 

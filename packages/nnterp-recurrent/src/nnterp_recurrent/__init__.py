@@ -12,11 +12,11 @@ from .calls import pinned as pinned
 from .components import LightningAttention as LightningAttention
 from .components import LinearAttention as LinearAttention
 from .components import RealGatedLRU as RealGatedLRU
-from .components import blocks_per_token as blocks_per_token
 from .components import RecurrentMixer as RecurrentMixer
 from .components import SelectiveScan as SelectiveScan
 from .components import ShortConvolution as ShortConvolution
 from .components import StateSpace as StateSpace
+from .components import blocks_per_token as blocks_per_token
 from .components import chunk_per_token as chunk_per_token
 from .components.selective_scan import needs_token_loop as needs_token_loop
 from .components.state_space import needs_per_token_chunks as needs_per_token_chunks

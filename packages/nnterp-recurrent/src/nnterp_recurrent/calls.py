@@ -10,8 +10,9 @@ invokes never share one and none outlives its run.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from nnsight.intervention.interleaver import Mediator
 

@@ -8,9 +8,9 @@ width, each with a ``state_dim`` state; a Mamba-2 (SSD) mixer over heads whose
 state is ``state_dim`` by ``head_dim``, its ``C`` and ``B`` one per group of heads.
 """
 
+from nnterp.layouts import BATCH, SEQ, declare
+
 from jaxtyping import Float
-from nnterp.layouts import declare
-from nnterp.layouts import BATCH, SEQ
 from torch import Tensor
 
 MIXER_HEADS = "num_heads"

@@ -51,7 +51,11 @@ def mixer_classes(family: Family) -> list[type]:
     """The recurrent mixer components a family wraps its modules in (its ``envoys`` values)."""
     from .components.mixer import RecurrentMixer
 
-    found = [cls for cls in family.with_text_family().envoys.values() if isinstance(cls, type) and issubclass(cls, RecurrentMixer)]
+    found = [
+        cls
+        for cls in family.with_text_family().envoys.values()
+        if isinstance(cls, type) and issubclass(cls, RecurrentMixer)
+    ]
     if not found:
         raise TypeError(f"the {family.name} family wraps no module in a recurrent mixer; nothing to route")
     return found
@@ -96,7 +100,9 @@ def _classes_for(module: ModuleType) -> list[type]:
     def walk(cls: type) -> list[type]:
         return [cls] + [sub for child in cls.__subclasses__() for sub in walk(child)]
 
-    return [cls for cls in walk(RecurrentMixer) if cls.CHUNK_KERNEL and all(hasattr(module, n) for n in cls.kernel_names())]
+    return [
+        cls for cls in walk(RecurrentMixer) if cls.CHUNK_KERNEL and all(hasattr(module, n) for n in cls.kernel_names())
+    ]
 
 
 def route_delta_rule(family: Any, rule: str) -> None:

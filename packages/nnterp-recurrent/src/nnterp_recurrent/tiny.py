@@ -1,7 +1,12 @@
 """Mixer sizes several recurrent families' tiny checkpoints share: light, plain dicts of config fields."""
 
 #: a gated DeltaNet small enough for a CPU: two key heads serving four value heads of width 8
-DELTANET = {"linear_key_head_dim": 8, "linear_value_head_dim": 8, "linear_num_key_heads": 2, "linear_num_value_heads": 4}
+DELTANET = {
+    "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+}
 
 #: Kimi delta attention beside latent attention, which keeps a key/value head per query head
 KIMI_DELTA = {"linear_num_heads": 4, "linear_head_dim": 8, "num_key_value_heads": 4}

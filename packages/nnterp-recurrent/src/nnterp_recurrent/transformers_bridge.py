@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from nnterp._cache import given_cache
+
+import torch
 
 #: the attribute of the inner model holding the hook's handle: how ``continue_positions`` stays idempotent
 HANDLE = "_nnterp_positions_bridge"

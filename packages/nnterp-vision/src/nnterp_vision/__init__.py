@@ -5,13 +5,20 @@ The components (``Vision``, ``VisionLayer``, ``VisionAttention``, ``VisionMlp``,
 the families are found through the ``nnterp.families`` entry points.
 """
 
-from .components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp, image_token_id, no_images
+from .components import (
+    ImageScatter,
+    Projector,
+    Vision,
+    VisionAttention,
+    VisionLayer,
+    VisionMlp,
+    image_token_id,
+    no_images,
+)
 from .family import VisionFamily, forget_rope_deltas
 from .layouts import ImageFeatures, ImageTokenMask, Patches
 
 __all__ = [
-    "VisionFamily",
-    "forget_rope_deltas",
     "ImageFeatures",
     "ImageScatter",
     "ImageTokenMask",
@@ -19,8 +26,10 @@ __all__ = [
     "Projector",
     "Vision",
     "VisionAttention",
+    "VisionFamily",
     "VisionLayer",
     "VisionMlp",
+    "forget_rope_deltas",
     "image_token_id",
     "no_images",
 ]

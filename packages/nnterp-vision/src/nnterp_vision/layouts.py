@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from jaxtyping import Bool, Float
 from nnterp.layouts import BATCH, HIDDEN, SEQ, declare
+
+from jaxtyping import Bool, Float
 from torch import Tensor
 
 #: the images of the call, one row each

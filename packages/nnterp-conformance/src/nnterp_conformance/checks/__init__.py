@@ -6,7 +6,25 @@ a ``Case`` also picks the block, head and edit a check exercises.
 Importing this package registers every check in ``CHECKS``, in the order they run.
 """
 
-from . import names, residual, streams, attention, interior, mlp, moe, recurrent, recurrent_interior, vision, edits, gradients, batching, availability, generation, hooks_path, toolkit_mappings  # noqa: F401 - registration
+from . import (  # noqa: F401 - registration
+    attention,
+    availability,
+    batching,
+    edits,
+    generation,
+    gradients,
+    hooks_path,
+    interior,
+    mlp,
+    moe,
+    names,
+    recurrent,
+    recurrent_interior,
+    residual,
+    streams,
+    toolkit_mappings,
+    vision,
+)
 from .base import CHECKS, Case, Check, CheckFailure, Skip, Verdict, check, load_plugins, verdict
 
 __all__ = ["CHECKS", "Case", "Check", "CheckFailure", "Skip", "Verdict", "check", "load_plugins", "verdict"]

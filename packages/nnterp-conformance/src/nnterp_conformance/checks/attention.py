@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from nnterp.identities import PATTERN_IS_SOFTMAX_OF_SCORES, softmax_pattern
 
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, has_softmax_attention, read, require
+import torch
+
+from .base import (
+    Case,
+    CheckFailure,
+    Gaps,
+    Skip,
+    check,
+    expect_close,
+    expect_holds,
+    has_softmax_attention,
+    read,
+    require,
+)
 
 
 @check("attention", applies=has_softmax_attention)
@@ -29,9 +40,18 @@ def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
         sums = pattern.float().sum(-1)
         if sink:
             if (sums > 1 + 1e-3).any():
-                raise CheckFailure(f"layers[{layer}]: a row of the pattern sums past one ({sums.max().item():.4f}) on a sink model")
+                raise CheckFailure(
+                    f"layers[{layer}]: a row of the pattern sums past one ({sums.max().item():.4f}) on a sink model"
+                )
         else:
-            gaps.add(expect_close(f"layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums), dtype=pattern.dtype))
+            gaps.add(
+                expect_close(
+                    f"layers[{layer}]: rows of attention_probabilities against one",
+                    sums,
+                    torch.ones_like(sums),
+                    dtype=pattern.dtype,
+                )
+            )
     return str(gaps)
 
 
@@ -58,16 +78,24 @@ def written_pattern_moves_logits(model: Any, case: Case) -> str:
     expect_close(f"layers[{layer}]: logits after writing the pattern back unchanged", unchanged, baseline)
     shift = (moved - baseline).abs().max().item()
     if shift == 0:
-        raise CheckFailure(f"layers[{layer}]: writing attention_probabilities left the logits unchanged: the value is not the pattern the model uses")
+        raise CheckFailure(
+            f"layers[{layer}]: writing attention_probabilities left the logits unchanged: the value is not the pattern the model uses"
+        )
     return f"layers[{layer}], head {head}: a written pattern moved the logits by up to {shift:.3g}"
 
 
 @check("attention", applies=has_softmax_attention)
 def head_outputs_make_the_projection(model: Any, case: Case) -> str:
     """The head outputs, joined and through the output projection, are what the projection returns in the run."""
-    blocks = [layer for layer in require(model, "self_attn.attention_head_outputs") if hasattr(model.layers[layer].self_attn, "o_proj")]
+    blocks = [
+        layer
+        for layer in require(model, "self_attn.attention_head_outputs")
+        if hasattr(model.layers[layer].self_attn, "o_proj")
+    ]
     if not blocks:
-        raise Skip("no block with head outputs projects them through an o_proj module (the projection is the module's own arithmetic)")
+        raise Skip(
+            "no block with head outputs projects them through an o_proj module (the projection is the module's own arithmetic)"
+        )
     gaps = Gaps()
     found: list = []
     with torch.no_grad(), model.trace(case.batch):
@@ -77,5 +105,7 @@ def head_outputs_make_the_projection(model: Any, case: Case) -> str:
             projected = attention.o_proj(heads.reshape(*heads.shape[:2], -1)).detach().clone()
             found.append((layer, projected, attention.o_proj.output.detach().clone()))
     for layer, projected, output in found:
-        gaps.add(expect_close(f"layers[{layer}]: o_proj(attention_head_outputs) against o_proj's output", projected, output))
+        gaps.add(
+            expect_close(f"layers[{layer}]: o_proj(attention_head_outputs) against o_proj's output", projected, output)
+        )
     return str(gaps)

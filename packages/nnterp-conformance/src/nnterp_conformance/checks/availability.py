@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
-import typing
-
-import torch
 from nnterp import Unavailable, blocks_support
 from nnterp.layouts import dims, expected_shape
 
+import torch
+
 from .base import Case, CheckFailure, check, get, input_shape
+
 
 def may_be_none(value: Any) -> bool:
     """Whether a value's definition says it can be None (``State | None``: a state before any call)."""
@@ -52,7 +53,9 @@ def available_values_resolve(model: Any, case: Case) -> str:
                 continue
             expected = expected_shape(envoy, layout, shape)
             if tuple(tensor.shape) != expected:
-                raise CheckFailure(f"layers[{layer}].{name}: shape {tuple(tensor.shape)}, but its layout {dims(layout)} names {expected}")
+                raise CheckFailure(
+                    f"layers[{layer}].{name}: shape {tuple(tensor.shape)}, but its layout {dims(layout)} names {expected}"
+                )
             count += 1
     return f"{count} values resolved in the shapes their layouts name"
 
@@ -72,7 +75,9 @@ def unavailable_values_raise(model: Any, case: Case) -> str:
                         get(model.layers[layer], name)
                 except Unavailable as error:
                     if error.reason != reason:
-                        raise CheckFailure(f"layers[{layer}].{name}: raised {error.reason!r}, but support() says {reason!r}")
+                        raise CheckFailure(
+                            f"layers[{layer}].{name}: raised {error.reason!r}, but support() says {reason!r}"
+                        )
                     if calls:
                         raise CheckFailure(f"layers[{layer}].{name}: Unavailable came only after the model ran")
                     checked += 1

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import torch
+from typing import Any
 
 from nnterp.identities import Identity, compare
 from nnterp.tolerances import computed_in
+
+import torch
 
 
 class CheckFailure(AssertionError):
@@ -37,7 +38,7 @@ class Case:
     seed: int = 0
 
     @classmethod
-    def of(cls, prompts: Any) -> "Case":
+    def of(cls, prompts: Any) -> Case:
         """A case from a case, a prompt, or a list of prompts."""
         if isinstance(prompts, Case):
             return prompts
@@ -54,7 +55,7 @@ class Case:
         """The block (or head) this case exercises among ``choices``."""
         return choices[min(int(self.block * len(choices)), len(choices) - 1)]
 
-    def alone(self, row: int) -> "Case":
+    def alone(self, row: int) -> Case:
         """The same case on row ``row``'s prompt alone."""
         return Case((self.prompts[row],), self.block, self.head, self.edit, self.seed)
 
@@ -109,7 +110,9 @@ class Verdict:
 CHECKS: dict[str, Check] = {}
 
 
-def check(kind: str, applies: Callable[[Any], bool] | None = None, drawn: bool = True) -> Callable[[Callable[..., str]], Callable[..., str]]:
+def check(
+    kind: str, applies: Callable[[Any], bool] | None = None, drawn: bool = True
+) -> Callable[[Callable[..., str]], Callable[..., str]]:
     """Register a check function under its name; its docstring's first line is its description.
 
     ``applies(model)`` limits it to the models that have what it is about: on
@@ -204,7 +207,11 @@ def multi_stream(model: Any) -> bool:
     from nnterp.layouts import STREAMS
 
     for layer in range(model.num_layers):
-        value = type(model.layers[layer]).values().get("layer_output") if hasattr(type(model.layers[layer]), "values") else None
+        value = (
+            type(model.layers[layer]).values().get("layer_output")
+            if hasattr(type(model.layers[layer]), "values")
+            else None
+        )
         if value is not None and STREAMS in (value.dims or ()):
             return True
     return False
@@ -279,7 +286,9 @@ def expect_close(what: str, actual: torch.Tensor, expected: torch.Tensor, **kwar
     return verdict.gap
 
 
-def expect_holds(identity: Identity, what: str, actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype | None = None) -> float:
+def expect_holds(
+    identity: Identity, what: str, actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype | None = None
+) -> float:
     """Fail with ``what`` and the gap unless ``identity`` holds between the value read and the side recomputed; return the gap.
 
     The identity is ``nnterp.identities``', which the proof at load judges by too.
@@ -298,7 +307,10 @@ def model_dtype(model: Any) -> torch.dtype:
 
 def prompt_lengths(model: Any, case: Case) -> list[int]:
     """The number of tokens of each of the case's prompts, once tokenized."""
-    return [len(prompt) if not isinstance(prompt, str) else len(model.tokenizer(prompt)["input_ids"]) for prompt in case.prompts]
+    return [
+        len(prompt) if not isinstance(prompt, str) else len(model.tokenizer(prompt)["input_ids"])
+        for prompt in case.prompts
+    ]
 
 
 def input_shape(model: Any, case: Case) -> tuple[int, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnterp.tolerances import BATCH_TOLERANCE, coarsest
+
 from .base import Case, Gaps, Skip, check, expect_close, model_dtype, read, require
 
 
@@ -15,7 +16,9 @@ def padded_rows_match_alone(model: Any, case: Case) -> str:
         raise Skip("needs a batch of at least two prompts")
     blocks = require(model, "layer_output")
     # a block whose own arithmetic sees the padding (a compressor pooling fixed windows of positions) says why
-    reasons = sorted({reason for layer in blocks if (reason := getattr(model.layers[layer], "padding_changes", lambda: None)())})
+    reasons = sorted(
+        {reason for layer in blocks if (reason := getattr(model.layers[layer], "padding_changes", lambda: None)())}
+    )
     if reasons:
         raise Skip(f"the model's own arithmetic sees the padding: {'; '.join(reasons)}")
     plan: list[tuple[int | None, str]] = [(layer, "layer_output") for layer in blocks] + [(None, "logits")]

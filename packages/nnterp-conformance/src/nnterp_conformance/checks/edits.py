@@ -67,7 +67,11 @@ def edits_reach_the_model(model: Any, case: Case) -> str:
             raise CheckFailure(f"layers[{layer}].{name}: an in-place {case.edit} edit left the logits unchanged")
         if torch.equal(assigned, baseline):
             raise CheckFailure(f"layers[{layer}].{name}: an assigned {case.edit} edit left the logits unchanged")
-        expect_close(f"layers[{layer}].{name}: logits after the assignment against after the in-place {case.edit} edit", assigned, in_place)
+        expect_close(
+            f"layers[{layer}].{name}: logits after the assignment against after the in-place {case.edit} edit",
+            assigned,
+            in_place,
+        )
         done.append(f"{name}@{layer}")
     if not done:
         raise CheckFailure("no writable value is available on any block")
@@ -79,7 +83,11 @@ def skip_hands_on_hidden(model: Any, case: Case) -> str:
     """layers[i].skip(hidden) hands hidden on as the block's layer_output."""
     blocks = [layer for layer in require(model, "layer_input") if layer + 1 < model.num_layers]
     # a block whose skipping breaks a later one (it stores keys and values later blocks reuse) says why
-    breaks = {layer: why for layer in blocks if (why := (getattr(model.layers[layer], "skip_breaks", None) or (lambda: None))())}
+    breaks = {
+        layer: why
+        for layer in blocks
+        if (why := (getattr(model.layers[layer], "skip_breaks", None) or (lambda: None))())
+    }
     if breaks and len(breaks) == len(blocks):
         raise Skip(f"skipping any block breaks a later one: {'; '.join(sorted(set(breaks.values())))}")
     blocks = [layer for layer in blocks if layer not in breaks]
@@ -103,7 +111,6 @@ def skip_hands_on_hidden(model: Any, case: Case) -> str:
         sent = hidden.detach().clone().save()  # type: ignore[attr-defined]  # nnsight gives tensors .save() in a trace; torch's stubs lack it
     expect_close(f"layers[{layer}].skip(hidden): layers[{layer + 1}].layer_input against hidden", received, sent)
     return f"layers[{layer}] skipped; layers[{layer + 1}] received the replacement"
-
 
 
 def assignable(root: Any) -> list[tuple[int | None, str]]:
@@ -130,7 +137,9 @@ def _descriptor(block: Any, dotted: str) -> Any:
     return type(get(block, host[1:]) if host else block).values()[name]
 
 
-def _assigned_back(model: Any, prefix: str, layer: int | None, name: str, prompts: Any, inputs: dict) -> tuple[Any, bool]:
+def _assigned_back(
+    model: Any, prefix: str, layer: int | None, name: str, prompts: Any, inputs: dict
+) -> tuple[Any, bool]:
     """The logits of a trace in which ``name`` (on block ``layer`` below ``prefix``) is assigned what it reads, and
     whether it read a value at all (a fresh prompt's state_input reads None)."""
     path = f"{prefix}{name}" if layer is None else f"{prefix}layers.{layer}.{name}"
@@ -157,12 +166,16 @@ def assign_each_back(model: Any, root: Any, prefix: str, prompts: Any, inputs: d
         try:
             logits, read = _assigned_back(model, prefix, layer, name, prompts, inputs)
         except Exception as error:  # noqa: BLE001 - a write-back that breaks the forward is this check's failure
-            raise CheckFailure(f"{where}, assigned what it reads: the forward broke ({type(error).__name__}: {error})") from None
+            raise CheckFailure(
+                f"{where}, assigned what it reads: the forward broke ({type(error).__name__}: {error})"
+            ) from None
         expect_close(f"{where}, assigned what it reads: the logits against the unassigned run's", logits, baseline)
         (done if read else none).append(where)
     if not done:
         raise CheckFailure("no value could be assigned")
-    return f"{len(done)} values assigned back unchanged" + (f"; {len(none)} read None ({', '.join(none)})" if none else "")
+    return f"{len(done)} values assigned back unchanged" + (
+        f"; {len(none)} read None ({', '.join(none)})" if none else ""
+    )
 
 
 @check("edits", drawn=False)

@@ -12,10 +12,10 @@ differ only in kernels and summation order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+from nnterp.identities import CONTRIBUTION, MID_STREAM, STREAM_CONTINUITY, Identity, compare, stream_sum
 
 import torch
-from nnterp.identities import CONTRIBUTION, MID_STREAM, STREAM_CONTINUITY, Identity, compare, stream_sum
 
 from .base import CheckFailure, Skip
 
@@ -48,7 +48,9 @@ def _needs(run: dict, *names: str) -> None:
         raise Skip(f"the family serves no {', '.join(missing)} on this engine")
 
 
-def _hold(name: str, actual: torch.Tensor, expected: torch.Tensor, where: str, identity: Identity | None = None) -> None:
+def _hold(
+    name: str, actual: torch.Tensor, expected: torch.Tensor, where: str, identity: Identity | None = None
+) -> None:
     """Fail naming ``name`` and ``where`` unless ``identity`` holds (a plain comparison at float32's tolerance without one)."""
     verdict = identity.judge(actual, expected) if identity is not None else compare(actual, expected)
     if not verdict.ok:
@@ -103,12 +105,16 @@ def flat_values_agree(run: dict, reference: dict) -> str:
     compared = 0
     for prompt, steps in enumerate(run["values"]):
         if len(steps) != len(reference["values"][prompt]):
-            raise CheckFailure(f"prompt {prompt}: {len(steps)} steps on the engine, {len(reference['values'][prompt])} under transformers")
+            raise CheckFailure(
+                f"prompt {prompt}: {len(steps)} steps on the engine, {len(reference['values'][prompt])} under transformers"
+            )
         for step, values in enumerate(steps):
             expected = reference["values"][prompt][step]
             for key in (f"{block}.{name}" for block in range(_blocks(run)) for name in shared):
                 block, name = key.split(".", 1)
-                _hold(f"layers[{block}].{name} (engine vs transformers)", values[key], expected[key], _where(prompt, step))
+                _hold(
+                    f"layers[{block}].{name} (engine vs transformers)", values[key], expected[key], _where(prompt, step)
+                )
                 compared += 1
     return f"{compared} values"
 
@@ -136,8 +142,15 @@ def flat_edits_agree(run: dict, reference: dict) -> str:
         for prompt, row in enumerate(rows):
             unedited = run["logits"][prompt][0]
             if compare(row, unedited).ok:
-                raise CheckFailure(f"the {edit} edit left prompt {prompt}'s logits as they were: it did not reach the model")
-            _hold(f"logits under the {edit} edit (engine vs transformers)", row, reference["edits"][edit][prompt], f"prompt {prompt}")
+                raise CheckFailure(
+                    f"the {edit} edit left prompt {prompt}'s logits as they were: it did not reach the model"
+                )
+            _hold(
+                f"logits under the {edit} edit (engine vs transformers)",
+                row,
+                reference["edits"][edit][prompt],
+                f"prompt {prompt}",
+            )
     return ", ".join(run["edits"])
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import nnsight
-import torch
-
 from nnterp.identities import CONTRIBUTION, stream_sum
 from nnterp.tolerances import coarsest
+
+import torch
+
 from .base import Case, CheckFailure, Gaps, check, expect_holds, get, input_shape, single_stream
 from .residual import contribution_blocks
 
@@ -20,7 +21,10 @@ def contribution_at_every_step(model: Any, case: Case) -> str:
     """Under generate, each step's values have the step's length and the contribution identity holds."""
     blocks = contribution_blocks(model)
     prompt = case.alone(0)
-    with torch.no_grad(), model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+    with (
+        torch.no_grad(),
+        model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer,
+    ):
         steps = nnsight.save([])
         for _ in tracer.iter[:STEPS]:
             step = []
@@ -37,7 +41,15 @@ def contribution_at_every_step(model: Any, case: Case) -> str:
             if output.shape[1] != expected:
                 raise CheckFailure(f"step {index}, layers[{layer}]: {output.shape[1]} positions, expected {expected}")
             what = f"step {index}, layers[{layer}]: the contribution identity"
-            gaps.add(expect_holds(CONTRIBUTION, what, output.float(), stream_sum(stream, terms), dtype=coarsest(stream, *terms, output)))
+            gaps.add(
+                expect_holds(
+                    CONTRIBUTION,
+                    what,
+                    output.float(),
+                    stream_sum(stream, terms),
+                    dtype=coarsest(stream, *terms, output),
+                )
+            )
     if len(steps) != STEPS:
         raise CheckFailure(f"read {len(steps)} steps of {STEPS}")
     return f"{STEPS} steps; {gaps}"

@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import torch
 from nnsight.intervention.interleaver import OutOfOrderError
-
 from nnterp.reasons import PARALLEL
-
-from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, get, model_dtype, mixers_of, sublayers
 from nnterp.tolerances import coarsest
+
+import torch
+
+from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, get, mixers_of, model_dtype, sublayers
 
 #: the block values whose gradients are checked: the stream's three points, the contributions added to it, and the
 #: attention's heads (what attribution patching over heads differentiates)
@@ -98,7 +98,14 @@ def gradients_are_derivatives(model: Any, case: Case) -> str:
     for name, blocks in differentiable(model).items():
         direct, served = gradients(model, case, name, blocks)
         for layer, expected, actual in zip(blocks, direct, served):
-            gaps.add(expect_close(f"layers[{layer}].{name}.grad against torch.autograd.grad", actual, expected, dtype=coarsest(expected, model_dtype(model))))
+            gaps.add(
+                expect_close(
+                    f"layers[{layer}].{name}.grad against torch.autograd.grad",
+                    actual,
+                    expected,
+                    dtype=coarsest(expected, model_dtype(model)),
+                )
+            )
     return str(gaps)
 
 
@@ -124,7 +131,9 @@ def _added_into(model: Any, layer: int, served: dict[str, list[int]]) -> dict[st
         elif mid and term in mixers:
             found[term] = "layer_mid"
     found = {term: point for term, point in found.items() if not (term in gated_on and point == "layer_output")}
-    return {term: point for term, point in found.items() if layer in served.get(term, ()) and layer in served.get(point, ())}
+    return {
+        term: point for term, point in found.items() if layer in served.get(term, ()) and layer in served.get(point, ())
+    }
 
 
 def _output_scale(model: Any, layer: int) -> torch.Tensor | None:
@@ -136,13 +145,17 @@ def _output_scale(model: Any, layer: int) -> torch.Tensor | None:
     return torch.as_tensor(scale()).detach()
 
 
-def _through_blocks(model: Any, case: Case, blocks: list[int], leaving: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+def _through_blocks(
+    model: Any, case: Case, blocks: list[int], leaving: dict[int, torch.Tensor]
+) -> dict[int, torch.Tensor]:
     """Each block's ``layer_output`` gradient carried back to its ``layer_input`` through the block itself (``torch.autograd.grad``)."""
     found: list = []
     with model.trace(case.batch):
         pairs = [(model.layers[layer].layer_input, model.layers[layer].layer_output) for layer in blocks]
         for layer, (entering, output) in zip(blocks, pairs):
-            (carried,) = torch.autograd.grad(output, entering, grad_outputs=leaving[layer].to(output.dtype), retain_graph=True, allow_unused=True)
+            (carried,) = torch.autograd.grad(
+                output, entering, grad_outputs=leaving[layer].to(output.dtype), retain_graph=True, allow_unused=True
+            )
             found.append(None if carried is None else carried.detach().clone())
     return dict(zip(blocks, found))
 
@@ -151,7 +164,9 @@ def _stream_gradients(model: Any, case: Case) -> tuple[dict[str, list[int]], dic
     served = differentiable(model)
     if "layer_output" not in served:
         reasons = model.support().get("layer_output") or {}
-        raise Skip(f"no block serves layer_output read from the model ({next(iter(reasons.values()), 'it is derived')})")
+        raise Skip(
+            f"no block serves layer_output read from the model ({next(iter(reasons.values()), 'it is derived')})"
+        )
     served = {name: blocks for name, blocks in served.items() if name not in HEADS}
     return served, {name: dict(zip(blocks, gradients(model, case, name, blocks)[1])) for name, blocks in served.items()}
 
@@ -169,11 +184,22 @@ def gradients_follow_the_stream(model: Any, case: Case) -> str:
             if scale is not None:
                 # added before the block multiplies its summed stream (Gemma 4's layer_scalar): it reaches the stream scaled
                 expected, said = expected * scale.to(expected), f"output_scale * {said}"
-            gaps.add(expect_close(f"layers[{layer}].{term}.grad against {said}", grads[term][layer], expected, dtype=dtype))
+            gaps.add(
+                expect_close(f"layers[{layer}].{term}.grad against {said}", grads[term][layer], expected, dtype=dtype)
+            )
         if layer + 1 in grads.get("layer_input", {}) and layer in grads["layer_output"]:
-            gaps.add(expect_close(f"layers[{layer + 1}].layer_input.grad against layers[{layer}].layer_output.grad", grads["layer_input"][layer + 1], grads["layer_output"][layer], dtype=dtype))
+            gaps.add(
+                expect_close(
+                    f"layers[{layer + 1}].layer_input.grad against layers[{layer}].layer_output.grad",
+                    grads["layer_input"][layer + 1],
+                    grads["layer_output"][layer],
+                    dtype=dtype,
+                )
+            )
     if not gaps.count:
-        raise Skip("no block serves a contribution beside the stream point it is added into, nor the stream on both sides of a boundary")
+        raise Skip(
+            "no block serves a contribution beside the stream point it is added into, nor the stream on both sides of a boundary"
+        )
     return str(gaps)
 
 
@@ -186,13 +212,26 @@ def gradient_flows_back_through_each_block(model: Any, case: Case) -> str:
     blocks = [layer for layer in both if beside[layer] is None]
     if not blocks:
         reasons = sorted({reason for reason in beside.values() if reason})
-        raise Skip(f"later blocks read each block's input beside the stream: {'; '.join(reasons)}" if reasons else "no block serves both its layer_input and its layer_output read from the model")
+        raise Skip(
+            f"later blocks read each block's input beside the stream: {'; '.join(reasons)}"
+            if reasons
+            else "no block serves both its layer_input and its layer_output read from the model"
+        )
     dtype = model_dtype(model)
     gaps = Gaps()
     for layer, carried in _through_blocks(model, case, blocks, grads["layer_output"]).items():
         if carried is None:
-            raise CheckFailure(f"layers[{layer}].layer_output does not depend on layers[{layer}].layer_input in the model's graph")
-        gaps.add(expect_close(f"layers[{layer}].layer_input.grad against layer_output.grad carried back through the block", grads["layer_input"][layer], carried, dtype=dtype))
+            raise CheckFailure(
+                f"layers[{layer}].layer_output does not depend on layers[{layer}].layer_input in the model's graph"
+            )
+        gaps.add(
+            expect_close(
+                f"layers[{layer}].layer_input.grad against layer_output.grad carried back through the block",
+                grads["layer_input"][layer],
+                carried,
+                dtype=dtype,
+            )
+        )
     skipped = len(both) - len(blocks)
     return str(gaps) + (f" ({skipped} blocks read beside the stream left out)" if skipped else "")
 
@@ -255,7 +294,9 @@ def _reached_in(order: list[int], values: list[torch.Tensor], scalar: torch.Tens
     return reached
 
 
-def interior_gradients(model: Any, inputs: tuple[Any, dict], plan: list[str], separate: bool = False) -> tuple[dict, dict, dict[str, str]]:
+def interior_gradients(
+    model: Any, inputs: tuple[Any, dict], plan: list[str], separate: bool = False
+) -> tuple[dict, dict, dict[str, str]]:
     """Each value of ``plan`` (paths below the model): its gradient by ``torch.autograd.grad``, by ``.grad`` inside
     ``backward()``, and, for a value no gradient reaches or that is not a floating tensor, why.
 
@@ -290,7 +331,11 @@ def interior_gradients(model: Any, inputs: tuple[Any, dict], plan: list[str], se
                     off[place] = "off autograd's record (served detached, or computed without gradients)"
                 else:
                     kept.append(index)
-            found = torch.autograd.grad(scalar, [values[index] for index in kept], retain_graph=True, allow_unused=True) if kept else ()
+            found = (
+                torch.autograd.grad(scalar, [values[index] for index in kept], retain_graph=True, allow_unused=True)
+                if kept
+                else ()
+            )
             for index, gradient in zip(kept, found):
                 if gradient is None:
                     off[plan[index]] = "the logits do not depend on the tensor served"
@@ -337,7 +382,14 @@ def derivatives_gaps(model: Any, found: tuple[dict, dict, dict[str, str]], left:
     gaps = Gaps()
     dtype = model_dtype(model)
     for place, expected in direct.items():
-        gaps.add(expect_close(f"{spelled(place)}.grad against torch.autograd.grad", served[place], expected, dtype=coarsest(expected, dtype)))
+        gaps.add(
+            expect_close(
+                f"{spelled(place)}.grad against torch.autograd.grad",
+                served[place],
+                expected,
+                dtype=coarsest(expected, dtype),
+            )
+        )
     skipped = {why for why in off.values()} | set(left.values())
     return str(gaps) + (f" ({len(off) + len(left)} values left out: {'; '.join(sorted(skipped))})" if skipped else "")
 
@@ -347,5 +399,8 @@ def interior_gradients_are_derivatives(model: Any, case: Case) -> str:
     """.grad read inside backward() on every other floating block value (queries, neurons, routers, states...) equals torch.autograd.grad of the same metric."""
     plan, left = interior(model)
     if not plan:
-        raise Skip("no block serves an interior value beside the stream, its contributions and the heads" + (f" ({len(left)} left out by declaration)" if left else ""))
+        raise Skip(
+            "no block serves an interior value beside the stream, its contributions and the heads"
+            + (f" ({len(left)} left out by declaration)" if left else "")
+        )
     return derivatives_gaps(model, _in_order_or_apart(model, (case.batch, {}), plan), left)

@@ -62,13 +62,17 @@ def hooks_path_reads_the_traced_values(model: Any, case: Case) -> str:
     names, refused = qualifying(model)
     if not names:
         why = sorted(set(refused.values()))
-        raise Skip(f"no value of this checkpoint is read at a module boundary ({'; '.join(why[:3]) or 'no value is available'})")
+        raise Skip(
+            f"no value of this checkpoint is read at a module boundary ({'; '.join(why[:3]) or 'no value is available'})"
+        )
     prompts = list(case.prompts)
     hooked = cache_values(model, prompts, names, batch_size=len(prompts), progress=False, engine="hooks")
     traced = cache_values(model, prompts, names, batch_size=len(prompts), progress=False, engine="nnsight")
     if hooked.engine != "hooks":
         raise CheckFailure(f"engine='hooks' ran {hooked.engine}: {hooked.fallback}")
-    if not torch.equal(hooked.input_ids, traced.input_ids) or not torch.equal(hooked.attention_mask, traced.attention_mask):
+    if not torch.equal(hooked.input_ids, traced.input_ids) or not torch.equal(
+        hooked.attention_mask, traced.attention_mask
+    ):
         raise CheckFailure("the hooks path and the trace tokenized the prompts differently")
     for name in names:
         one, other = hooked[name], traced[name]
@@ -78,6 +82,8 @@ def hooks_path_reads_the_traced_values(model: Any, case: Case) -> str:
             )
         if not torch.equal(one, other):
             gap = (one.double() - other.double()).abs().max().item() if one.is_floating_point() else float("nan")
-            raise CheckFailure(f"{name}: the hooks path reads another tensor than the trace (off by {gap:.3g}, max abs)")
+            raise CheckFailure(
+                f"{name}: the hooks path reads another tensor than the trace (off by {gap:.3g}, max abs)"
+            )
     padded = "left-padded" if not bool(traced.attention_mask.all()) else "unpadded"
     return f"{len(names)} values bit for bit on a {padded} batch of {len(prompts)} ({len(refused)} others traced)"

@@ -12,16 +12,32 @@ from __future__ import annotations
 from typing import Any
 
 import nnsight
-import torch
 from nnsight.intervention.interleaver import OutOfOrderError
-from nnterp import Unavailable
-
-from nnterp import identities
+from nnterp import Unavailable, identities
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, get, has_softmax_attention, prompt_lengths, require
+
+import torch
+
+from .base import (
+    Case,
+    CheckFailure,
+    Gaps,
+    Skip,
+    check,
+    expect_close,
+    expect_holds,
+    get,
+    has_softmax_attention,
+    prompt_lengths,
+    require,
+)
 
 QUERIES, KEYS, VALUES = "self_attn.attention_queries", "self_attn.attention_keys", "self_attn.attention_values"
-SCORES, PATTERN, HEADS = "self_attn.attention_scores", "self_attn.attention_probabilities", "self_attn.attention_head_outputs"
+SCORES, PATTERN, HEADS = (
+    "self_attn.attention_scores",
+    "self_attn.attention_probabilities",
+    "self_attn.attention_head_outputs",
+)
 
 
 def repeat_kv(states: torch.Tensor, heads: int, what: str) -> torch.Tensor:
@@ -41,7 +57,12 @@ def reads(model: Any, host: Any, names: tuple[str, ...], bias: bool, run: Any) -
 
     def one(chosen: tuple[str, ...], with_bias: bool) -> dict[str, torch.Tensor]:
         # the tracer is made on the with line: nnsight reads the block it runs from this frame
-        with torch.no_grad(), (model.generate(run.prompts, **run.GENERATE) if run.steps else model.trace(run.prompts, **run.inputs)) as tracer:
+        with (
+            torch.no_grad(),
+            (
+                model.generate(run.prompts, **run.GENERATE) if run.steps else model.trace(run.prompts, **run.inputs)
+            ) as tracer,
+        ):
             found = nnsight.save({})
             for _ in tracer.iter[: run.steps] if run.steps else [None]:
                 # the bias is read first: it is an input of the attention, or made from one
@@ -85,7 +106,9 @@ class Prompt:
     def real_queries(self, seq: int) -> torch.Tensor:
         """``[batch, 1, seq, 1]``: whether each query position is a token of its prompt (the batch is left-padded)."""
         positions = torch.arange(seq)
-        return torch.stack([positions >= seq - length for length in prompt_lengths(self.model, self.case)])[:, None, :, None]
+        return torch.stack([positions >= seq - length for length in prompt_lengths(self.model, self.case)])[
+            :, None, :, None
+        ]
 
 
 class DecodeStep(Prompt):
@@ -103,7 +126,9 @@ class DecodeStep(Prompt):
         return torch.ones(1, 1, seq, 1, dtype=torch.bool)
 
 
-def expected_scores(attention: Any, queries: torch.Tensor, keys: torch.Tensor, bias: torch.Tensor | None, what: str) -> torch.Tensor:
+def expected_scores(
+    attention: Any, queries: torch.Tensor, keys: torch.Tensor, bias: torch.Tensor | None, what: str
+) -> torch.Tensor:
     """``scaling * queries @ repeat_kv(keys)^T``, through the softcap, plus the declared bias, in float32."""
     keys = repeat_kv(keys.float(), queries.shape[1], what)
     scores = attention.scaling * queries.float() @ keys.transpose(-1, -2)
@@ -122,7 +147,9 @@ def scores_gap(model: Any, host: Any, run: Any, what: str) -> float:
     has_bias = declares_bias(attention)
     found = reads(model, host, (QUERIES, KEYS, SCORES, PATTERN), has_bias, run)
     scores, pattern = found[SCORES], found[PATTERN]
-    expected = expected_scores(attention, found[QUERIES], found[KEYS], found.get("bias"), f"{what}: scaling * queries @ keys^T")
+    expected = expected_scores(
+        attention, found[QUERIES], found[KEYS], found.get("bias"), f"{what}: scaling * queries @ keys^T"
+    )
     if expected.shape != scores.shape:
         raise CheckFailure(
             f"{what}: scaling * queries @ keys^T is {tuple(expected.shape)}, attention_scores {tuple(scores.shape)} "
@@ -131,10 +158,21 @@ def scores_gap(model: Any, host: Any, run: Any, what: str) -> float:
     # a masked key's probability is exactly zero; a padding row's scores are all masked, its pattern meaningless
     kept = (pattern.float() > 0) & run.real_queries(scores.shape[-2])
     try:
-        judged = coarsest(scores, found[QUERIES], found[KEYS])  # scores upcast to float32 from half-precision queries round as those do
-        return expect_close(f"{what}: scaling * queries @ keys^T against attention_scores where the mask keeps a key", scores.float()[kept], expected[kept], dtype=judged)
+        judged = coarsest(
+            scores, found[QUERIES], found[KEYS]
+        )  # scores upcast to float32 from half-precision queries round as those do
+        return expect_close(
+            f"{what}: scaling * queries @ keys^T against attention_scores where the mask keeps a key",
+            scores.float()[kept],
+            expected[kept],
+            dtype=judged,
+        )
     except CheckFailure as failure:
-        hint = "" if has_bias else " (if the family adds a term to its scores, ALiBi or a learned bias, its attention declares it in score_bias)"
+        hint = (
+            ""
+            if has_bias
+            else " (if the family adds a term to its scores, ALiBi or a learned bias, its attention declares it in score_bias)"
+        )
         raise CheckFailure(f"{failure}{hint}") from None
 
 
@@ -167,7 +205,13 @@ def heads_gap(model: Any, host: Any, run: Any, what: str) -> float:
     except identities.IdentityMismatch as error:
         raise CheckFailure(f"{what}: {error}") from None
     identity = identities.HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES
-    return expect_holds(identity, f"{what}: attention_probabilities @ attention_values against {mixed}", heads.float(), expected, dtype=heads.dtype)
+    return expect_holds(
+        identity,
+        f"{what}: attention_probabilities @ attention_values against {mixed}",
+        heads.float(),
+        expected,
+        dtype=heads.dtype,
+    )
 
 
 @check("attention", applies=has_softmax_attention)
@@ -196,7 +240,9 @@ def norm_outputs_feed_the_sublayers(model: Any, case: Case) -> str:
             pairs.append((layer, "mlp_norm_output", readers["mlp_norm_output"].format(mixer=mixer)))
     if not pairs:
         support = model.support()
-        raise Skip(f"no block has attention_norm_output or mlp_norm_output ({support.get('attention_norm_output')}; {support.get('mlp_norm_output')})")
+        raise Skip(
+            f"no block has attention_norm_output or mlp_norm_output ({support.get('attention_norm_output')}; {support.get('mlp_norm_output')})"
+        )
     gaps = Gaps()
     run = Prompt(model, case)
     for layer, norm, called in pairs:
@@ -209,5 +255,9 @@ def norm_outputs_feed_the_sublayers(model: Any, case: Case) -> str:
         output, read = found[norm], found[called]
         if read.shape != output.shape and read.numel() == output.numel():
             read = read.view(output.shape)  # a module called with the tokens flattened (OPT's fc1)
-        gaps.add(expect_close(f"layers[{layer}]: {norm} against what {called.rsplit('.', 1)[0]} is called with", output, read))
+        gaps.add(
+            expect_close(
+                f"layers[{layer}]: {norm} against what {called.rsplit('.', 1)[0]} is called with", output, read
+            )
+        )
     return str(gaps)

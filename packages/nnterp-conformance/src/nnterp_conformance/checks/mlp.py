@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import nnsight
-import torch
 from nnsight.intervention.interleaver import OutOfOrderError
-
 from nnterp.identities import NEURONS_MAKE_CONTRIBUTION
 from nnterp.tolerances import coarsest
+
+import torch
+
 from .base import Case, Gaps, check, expect_close, expect_holds, has_mlp, model_dtype, require
 
 
@@ -80,14 +81,29 @@ def neurons_make_contribution(model: Any, case: Case) -> str:
             found = _neurons_run(model, case, layer, ("activation", "up", "neurons"))
         except OutOfOrderError:
             # the family reads them out of the MLP's order: one trace each, so the identity, not the order, is what fails
-            found = {key: value for part in ("activation", "up", "neurons") for key, value in _neurons_run(model, case, layer, (part,)).items()}
+            found = {
+                key: value
+                for part in ("activation", "up", "neurons")
+                for key, value in _neurons_run(model, case, layer, (part,)).items()
+            }
         up = found.get("up")
         expected = found["activation"] if up is None else found["activation"] * up
         formula = "mlp_activation" if up is None else "mlp_activation * up_proj.output"
-        judged = coarsest(found["neurons"], model_dtype(model))  # neurons upcast from half-precision projections round as they do
-        gaps.add(expect_close(f"layers[{layer}]: {formula} against mlp_neurons", found["neurons"], expected, dtype=judged))
+        judged = coarsest(
+            found["neurons"], model_dtype(model)
+        )  # neurons upcast from half-precision projections round as they do
+        gaps.add(
+            expect_close(f"layers[{layer}]: {formula} against mlp_neurons", found["neurons"], expected, dtype=judged)
+        )
         # a family serving token-flat neurons per row ([batch, seq, ...]) projects them in that layout
         projected, output = found["projected"], found["output"]
         projected = projected.reshape(output.shape) if projected.numel() == output.numel() else projected
-        gaps.add(expect_holds(NEURONS_MAKE_CONTRIBUTION, f"layers[{layer}]: down_proj(mlp_neurons) against down_proj's output", output, projected))
+        gaps.add(
+            expect_holds(
+                NEURONS_MAKE_CONTRIBUTION,
+                f"layers[{layer}]: down_proj(mlp_neurons) against down_proj's output",
+                output,
+                projected,
+            )
+        )
     return str(gaps)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from nnterp.tolerances import BATCH_TOLERANCE, coarsest
+
 import torch
 
-from nnterp.tolerances import BATCH_TOLERANCE, coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, input_shape, model_dtype, read, require
 
 
@@ -59,7 +60,9 @@ def mixture_adds_up(model: Any, case: Case) -> str:
         gaps.add(expect_close(f"layers[{layer}]: {formula} against mixture_output", total, output))
         if model.layers[layer].mlp.support()["expert_outputs"] is None:
             slots = _one(model, case, layer, "expert_outputs")
-            gaps.add(expect_close(f"layers[{layer}]: expert_outputs.sum(2) against routed_output", slots.sum(2), routed))
+            gaps.add(
+                expect_close(f"layers[{layer}]: expert_outputs.sum(2) against routed_output", slots.sum(2), routed)
+            )
     return str(gaps)
 
 
@@ -78,7 +81,9 @@ def routing_follows_scoring(model: Any, case: Case) -> str:
         expected_shapes = {"router_logits": (batch, seq, mlp.num_experts), "expert_indices": (batch, seq, mlp.top_k)}
         for name, value in (("router_logits", logits), ("expert_indices", indices)):
             if tuple(value.shape) != expected_shapes[name]:
-                raise CheckFailure(f"layers[{layer}].mlp.{name}: shape {tuple(value.shape)}, expected {expected_shapes[name]}")
+                raise CheckFailure(
+                    f"layers[{layer}].mlp.{name}: shape {tuple(value.shape)}, expected {expected_shapes[name]}"
+                )
         routed_weights, routed_indices = mlp.route(logits)
         weights, indices = _by_expert(weights, indices)
         routed_weights, routed_indices = _by_expert(routed_weights, routed_indices)
@@ -92,7 +97,14 @@ def routing_follows_scoring(model: Any, case: Case) -> str:
         if weighed:
             # judged by the router's dtype: a half-precision router scores half-precision logits, rounding once at least
             judged = coarsest(logits, weights, model_dtype(model))
-            gaps.add(expect_close(f"layers[{layer}]: expert_weights against route(router_logits)", weights, routed_weights, dtype=judged))
+            gaps.add(
+                expect_close(
+                    f"layers[{layer}]: expert_weights against route(router_logits)",
+                    weights,
+                    routed_weights,
+                    dtype=judged,
+                )
+            )
         else:
             gaps.add(0.0)
     return str(gaps)
@@ -145,27 +157,41 @@ def _zero_slots(slots: list[int]) -> Any:
 @check("moe", applies=is_mixture)
 def zeroed_slot_leaves_the_sum(model: Any, case: Case) -> str:
     """Zeroing one slot's weight removes exactly that slot's output: the edited and the complementary runs sum to the whole."""
-    layer, top_k = _block_with_slots(model, case, ("mlp.expert_weights", "mlp.routed_output"), "no slot to keep while another is zeroed")
+    layer, top_k = _block_with_slots(
+        model, case, ("mlp.expert_weights", "mlp.routed_output"), "no slot to keep while another is zeroed"
+    )
     slot = min(int(case.head * top_k), top_k - 1)
     others = [other for other in range(top_k) if other != slot]
     whole = _one(model, case, layer, "routed_output")
     without = _one(model, case, layer, "routed_output", _zero_slots([slot]))
     only = _one(model, case, layer, "routed_output", _zero_slots(others))
     gaps = Gaps()
-    gaps.add(expect_close(f"layers[{layer}]: routed_output without slot {slot} plus with it alone, against the whole", without + only, whole))
+    gaps.add(
+        expect_close(
+            f"layers[{layer}]: routed_output without slot {slot} plus with it alone, against the whole",
+            without + only,
+            whole,
+        )
+    )
     if model.layers[layer].mlp.support()["expert_outputs"] is None:
         slots = _one(model, case, layer, "expert_outputs")
         # added back rather than subtracted: the difference of two near sums cancels to the rounding of the whole
-        gaps.add(expect_close(
-            f"layers[{layer}]: routed_output without slot {slot} plus expert_outputs[:, :, {slot}], against the whole", without + slots[:, :, slot], whole
-        ))
+        gaps.add(
+            expect_close(
+                f"layers[{layer}]: routed_output without slot {slot} plus expert_outputs[:, :, {slot}], against the whole",
+                without + slots[:, :, slot],
+                whole,
+            )
+        )
     return str(gaps)
 
 
 @check("moe", applies=is_mixture)
 def rerouted_slot_runs_the_new_expert(model: Any, case: Case) -> str:
     """Writing a slot's index to another slot's expert makes it that expert's output, under the slot's own weight."""
-    layer, _ = _block_with_slots(model, case, ("mlp.expert_indices", "mlp.expert_weights", "mlp.expert_outputs"), "no other slot to reroute to")
+    layer, _ = _block_with_slots(
+        model, case, ("mlp.expert_indices", "mlp.expert_weights", "mlp.expert_outputs"), "no other slot to reroute to"
+    )
     slot, source = 0, 1
 
     def reroute(mlp: Any) -> None:

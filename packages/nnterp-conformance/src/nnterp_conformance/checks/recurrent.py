@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import nnsight
-import torch
-
 from nnterp.descriptors import declared_values
 from nnterp.tolerances import coarsest
+
+import torch
+
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, model_dtype
 
 STEPS = 3
@@ -46,7 +47,10 @@ def state_continues_into_decode(model: Any, case: Case) -> str:
     """Under generate, the prompt starts from no state (state_input None, as its none_when_fresh declares) and each decode step from the state the step before left (state_input == state_output)."""
     blocks = _recurrent(model)
     prompt = case.alone(0)
-    with torch.no_grad(), model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+    with (
+        torch.no_grad(),
+        model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer,
+    ):
         steps = nnsight.save([])
         for _ in tracer.iter[:STEPS]:
             step = []
@@ -63,12 +67,18 @@ def state_continues_into_decode(model: Any, case: Case) -> str:
             raise CheckFailure(f"layers[{layer}]: the prompt started from a state, not from none")
         # what the toolkit's fresh-call functions (cache_values' "*") rely on to leave it out instead of reading None
         if declared_values(type(model.layers[layer].linear_attn))["state_input"].none_when_fresh is None:
-            raise CheckFailure(f"layers[{layer}]: state_input is None on the prompt but does not declare none_when_fresh")
+            raise CheckFailure(
+                f"layers[{layer}]: state_input is None on the prompt but does not declare none_when_fresh"
+            )
     for index in range(1, STEPS):
         for layer, (started, _), (_, left) in zip(blocks, steps[index], steps[index - 1]):
             if started is None:
                 raise CheckFailure(f"step {index}, layers[{layer}]: the decode step started from no state")
-            gaps.add(expect_close(f"step {index}, layers[{layer}]: state_input against the step before's state_output", started, left))
+            gaps.add(
+                expect_close(
+                    f"step {index}, layers[{layer}]: state_input against the step before's state_output", started, left
+                )
+            )
     return f"{STEPS} steps; {gaps}"
 
 
@@ -90,7 +100,14 @@ def states_follow_the_scan(model: Any, case: Case) -> str:
     gaps.add(expect_close(f"layers[{layer}]: states[:, -1] against state_output", states[:, -1], left))
     gaps.add(expect_close(f"layers[{layer}]: state_after({t}) against states[:, {t}]", after, states[:, t]))
     # two kernels, two orders of half-precision arithmetic: judged by the model's dtype
-    gaps.add(expect_close(f"layers[{layer}]: the token-by-token state_output against the chunked kernel's", left, chunked, dtype=coarsest(chunked, model_dtype(model))))
+    gaps.add(
+        expect_close(
+            f"layers[{layer}]: the token-by-token state_output against the chunked kernel's",
+            left,
+            chunked,
+            dtype=coarsest(chunked, model_dtype(model)),
+        )
+    )
     return str(gaps)
 
 
@@ -114,7 +131,10 @@ def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -
     whole = getattr(type(model.layers[layer].linear_attn), "PROMPT_TAKES_STATE", True)
     pieces = [ids[cut:]] if whole else [[token] for token in ids[cut:]]
     cache = _handed(model, layer)
-    with torch.no_grad(), model.trace(torch.tensor([ids[:cut]]), use_cache=True, **({} if cache is None else {"cache": cache})):
+    with (
+        torch.no_grad(),
+        model.trace(torch.tensor([ids[:cut]]), use_cache=True, **({} if cache is None else {"cache": cache})),
+    ):
         if edit is not None:
             edit(model.layers[layer].linear_attn)
         if cache is None:
@@ -145,8 +165,22 @@ def split_prompt_continues(model: Any, case: Case) -> str:
     gaps = Gaps()
     # one call and two compute the same states along other paths (a scan and decode steps): judged by the model's dtype
     judged = coarsest(states, model_dtype(model))
-    gaps.add(expect_close(f"layers[{layer}]: the second call's states against one call's after token {cut - 1}", split_states, states[:, cut:], dtype=judged))
-    gaps.add(expect_close(f"layers[{layer}]: the second call's head outputs against one call's", split_heads, heads[:, cut:], dtype=judged))
+    gaps.add(
+        expect_close(
+            f"layers[{layer}]: the second call's states against one call's after token {cut - 1}",
+            split_states,
+            states[:, cut:],
+            dtype=judged,
+        )
+    )
+    gaps.add(
+        expect_close(
+            f"layers[{layer}]: the second call's head outputs against one call's",
+            split_heads,
+            heads[:, cut:],
+            dtype=judged,
+        )
+    )
     return str(gaps)
 
 
@@ -177,11 +211,20 @@ def written_state_continues(model: Any, case: Case) -> str:
 
         _, continued = _split(model, layer, ids, cut, hand_set)
     if torch.equal(after[:, cut:], before[:, cut:]):
-        raise CheckFailure(f"layers[{layer}]: writing the state after token {t} left the later tokens' outputs as they were")
+        raise CheckFailure(
+            f"layers[{layer}]: writing the state after token {t} left the later tokens' outputs as they were"
+        )
     if not torch.equal(after[:, :t], before[:, :t]):
-        raise CheckFailure(f"layers[{layer}]: writing the state after token {t} changed the outputs of tokens before it")
+        raise CheckFailure(
+            f"layers[{layer}]: writing the state after token {t} changed the outputs of tokens before it"
+        )
     judged = coarsest(continued, model_dtype(model))
-    gap = expect_close(f"layers[{layer}]: the later tokens after the write against a call over a cache holding it", after[:, cut:], continued, dtype=judged)
+    gap = expect_close(
+        f"layers[{layer}]: the later tokens after the write against a call over a cache holding it",
+        after[:, cut:],
+        continued,
+        dtype=judged,
+    )
     return f"state after token {t} written; largest gap {gap:.3g}"
 
 
@@ -224,16 +267,28 @@ def written_states_land(model: Any, case: Case) -> str:
     try:
         _, written_output, written_cache = prompt(written)
     except Exception as error:  # noqa: BLE001 - a write-back that breaks the forward is this check's failure
-        raise CheckFailure(f"layers[{layer}]: the prompt with state_output written did not run ({type(error).__name__}: {error})") from None
+        raise CheckFailure(
+            f"layers[{layer}]: the prompt with state_output written did not run ({type(error).__name__}: {error})"
+        ) from None
     if not torch.equal(written_output, output):
-        raise CheckFailure(f"layers[{layer}]: with state_output written, the call's own attention_output changed (the write replaced more than the state)")
+        raise CheckFailure(
+            f"layers[{layer}]: with state_output written, the call's own attention_output changed (the write replaced more than the state)"
+        )
     started, continued = decode(written_cache)
     gaps = Gaps()
-    gaps.add(expect_close(f"layers[{layer}]: the next call's state_input against the state_output written", started, written))
+    gaps.add(
+        expect_close(f"layers[{layer}]: the next call's state_input against the state_output written", started, written)
+    )
     _, _, plain_cache = prompt()
     restarted, rewritten = decode(plain_cache, written)
     gaps.add(expect_close(f"layers[{layer}]: state_input written against the state it was given", restarted, written))
-    gaps.add(expect_close(f"layers[{layer}]: the head outputs from state_input written against from state_output written", rewritten, continued))
+    gaps.add(
+        expect_close(
+            f"layers[{layer}]: the head outputs from state_input written against from state_output written",
+            rewritten,
+            continued,
+        )
+    )
     return str(gaps)
 
 
@@ -241,7 +296,11 @@ def written_states_land(model: Any, case: Case) -> str:
 def gates_in_range(model: Any, case: Case) -> str:
     """decays are non-positive and betas lie in the mixer's documented range, on every recurrent block (each where served), on the padded batch and each prompt alone."""
     checked, reasons = 0, set()
-    runs = [(case, "")] + ([(case.alone(row), f", prompt {row} alone") for row in range(len(case.prompts))] if len(case.prompts) > 1 else [])
+    runs = [(case, "")] + (
+        [(case.alone(row), f", prompt {row} alone") for row in range(len(case.prompts))]
+        if len(case.prompts) > 1
+        else []
+    )
     for layer in _recurrent(model):
         mixer = model.layers[layer].linear_attn
         support = mixer.support()
@@ -260,7 +319,9 @@ def gates_in_range(model: Any, case: Case) -> str:
                 raise CheckFailure(f"layers[{layer}]{label}: decays reach {decays.max().item():.3g}, above 0")
             low, high = mixer.BETA_RANGE
             if betas is not None and ((betas < low).any() or (betas > high).any()):
-                raise CheckFailure(f"layers[{layer}]{label}: betas span [{betas.min().item():.3g}, {betas.max().item():.3g}], outside [{low}, {high}]")
+                raise CheckFailure(
+                    f"layers[{layer}]{label}: betas span [{betas.min().item():.3g}, {betas.max().item():.3g}], outside [{low}, {high}]"
+                )
         checked += 1
     if not checked:
         raise Skip(f"no recurrent block serves decays and betas ({'; '.join(sorted(reasons))})")

@@ -9,12 +9,14 @@ its gated norm) or one early (the keys before their activation) shows as a gap a
 
 from __future__ import annotations
 
-from typing import Any, Iterator, cast
+from collections.abc import Iterator
+from typing import Any, cast
+
+from nnterp.tolerances import coarsest
 
 import torch
 
 from ..recurrences import Recurrence, recurrence
-from nnterp.tolerances import coarsest
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close
 from .interior import DecodeStep, Prompt, reads, text_block
 from .recurrent import _recurrent, is_recurrent
@@ -59,11 +61,17 @@ def _runs(model: Any, case: Case, alone: bool = True) -> tuple[tuple[Prompt, str
     """Each prompt alone (``alone``, where the batch has several), the padded batch, and a decode step: a value that
     agrees with the rule only where another row's padding runs before it (a reset the padding reaches) fails on its
     prompt alone, which comes first."""
-    each = [(Prompt(model, case.alone(row)), f"prompt {row} alone") for row in range(len(case.prompts))] if alone and len(case.prompts) > 1 else []
+    each = (
+        [(Prompt(model, case.alone(row)), f"prompt {row} alone") for row in range(len(case.prompts))]
+        if alone and len(case.prompts) > 1
+        else []
+    )
     return (*each, (Prompt(model, case), "the prompt"), (DecodeStep(model, case), "a decode step"))
 
 
-def _read(model: Any, layer: int, names: tuple[str, ...], run: Prompt) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+def _read(
+    model: Any, layer: int, names: tuple[str, ...], run: Prompt
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """``names`` of block ``layer`` on ``run``, the mixer keeping the state after every token: each in float32, and each
     as served. A comparison is judged by the coarsest of them: a kernel that takes half-precision
     queries or gates and keeps its state in float32 rounds as its half-precision inputs do."""
@@ -105,9 +113,20 @@ def states_follow_the_rule(model: Any, case: Case) -> str:
         for t in range(states.shape[1]):
             betas = found[BETAS][:, t] if rule.betas else None
             decays = found[DECAYS][:, t] if rule.decays else None
-            expected = rule.step(mixer, before, found[KEYS][:, t] if rule.keys else None, found[VALUES][:, t], decays, betas)
-            start = " from a random state before (the sequence starts: nothing of it is kept)" if forgets and t == 0 else ""
-            gaps.add(expect_close(f"{what}, token {t}: the state by {rule.writes}{start} against states[:, {t}]", states[:, t], expected, dtype=dtype))
+            expected = rule.step(
+                mixer, before, found[KEYS][:, t] if rule.keys else None, found[VALUES][:, t], decays, betas
+            )
+            start = (
+                " from a random state before (the sequence starts: nothing of it is kept)" if forgets and t == 0 else ""
+            )
+            gaps.add(
+                expect_close(
+                    f"{what}, token {t}: the state by {rule.writes}{start} against states[:, {t}]",
+                    states[:, t],
+                    expected,
+                    dtype=dtype,
+                )
+            )
             before = states[:, t]
     return str(gaps)
 
@@ -120,7 +139,13 @@ def head_outputs_read_the_states(model: Any, case: Case) -> str:
         states, heads = found[STATES], found[HEADS]
         if heads.shape[1] != states.shape[1]:
             raise CheckFailure(f"{what}: {heads.shape[1]} head outputs for {states.shape[1]} states")
-        expected = torch.stack([rule.read(mixer, states[:, t], found[QUERIES][:, t] if rule.queries else None, found[VALUES][:, t]) for t in range(states.shape[1])], dim=1)
+        expected = torch.stack(
+            [
+                rule.read(mixer, states[:, t], found[QUERIES][:, t] if rule.queries else None, found[VALUES][:, t])
+                for t in range(states.shape[1])
+            ],
+            dim=1,
+        )
         gaps.add(expect_close(f"{what}: {rule.reads} against attention_head_outputs", heads, expected, dtype=dtype))
     return str(gaps)
 
@@ -138,7 +163,9 @@ def _tied(model: Any) -> list[int]:
         else:
             reasons.add(f"layers[{layer}].linear_attn states: {reason}")
     if not blocks:
-        raise Skip(f"no recurrent block serves the state after each token to tie state_output to ({'; '.join(sorted(reasons))})")
+        raise Skip(
+            f"no recurrent block serves the state after each token to tie state_output to ({'; '.join(sorted(reasons))})"
+        )
     return blocks
 
 
@@ -155,7 +182,11 @@ def state_output_is_the_last_state(model: Any, case: Case) -> str:
                 raise CheckFailure(f"{what}: states read None: no last state to hold state_output against")
             last = found[STATES][:, -1]
             if STATE_OUTPUT not in found:
-                raise CheckFailure(f"{what}: state_output is None on a call that keeps its state, against the last state states[:, -1] (read before the call writes the cache?)")
+                raise CheckFailure(
+                    f"{what}: state_output is None on a call that keeps its state, against the last state states[:, -1] (read before the call writes the cache?)"
+                )
             # one state, two bindings of it (the kernel's return, the loop's or the window's own): exact up to a cast
-            gaps.add(expect_close(f"{what}: state_output against the last state, states[:, -1]", found[STATE_OUTPUT], last))
+            gaps.add(
+                expect_close(f"{what}: state_output against the last state, states[:, -1]", found[STATE_OUTPUT], last)
+            )
     return str(gaps)

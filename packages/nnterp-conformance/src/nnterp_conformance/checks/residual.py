@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from nnterp.identities import CONTRIBUTION, LOGITS_FROM_LAST_LAYER, MID_STREAM, STREAM_CONTINUITY, stream_sum
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_holds, mixers_of, model_dtype, read, require, single_stream, sublayers
+
+import torch
+
+from .base import (
+    Case,
+    CheckFailure,
+    Gaps,
+    Skip,
+    available,
+    check,
+    expect_holds,
+    mixers_of,
+    model_dtype,
+    read,
+    require,
+    single_stream,
+    sublayers,
+)
 
 #: the stream values around a block's contributions
 BOUNDARIES = ("layer_input", "layer_output")
@@ -27,7 +42,17 @@ def contribution_blocks(model: Any) -> dict[int, tuple[str, ...]]:
             found[layer] = sublayers(model, layer)
     if not found:
         support = model.support()
-        reasons = {name: support.get(name) for name in ("layer_input", "self_attn.attention_output", "linear_attn.attention_output", "mlp.mlp_output", "layer_output") if support.get(name)}
+        reasons = {
+            name: support.get(name)
+            for name in (
+                "layer_input",
+                "self_attn.attention_output",
+                "linear_attn.attention_output",
+                "mlp.mlp_output",
+                "layer_output",
+            )
+            if support.get(name)
+        }
         raise Skip(f"no block serves its boundaries and every contribution it adds ({reasons})")
     return found
 
@@ -77,7 +102,9 @@ def stream_continuity(model: Any, case: Case) -> str:
     found = dict(zip(plan, read(model, case, plan)))
     for layer in pairs:
         sent, received = found[(layer, "layer_output")], found[(layer + 1, "layer_input")]
-        expect_holds(STREAM_CONTINUITY, f"layers[{layer + 1}].layer_input against layers[{layer}].layer_output", received, sent)
+        expect_holds(
+            STREAM_CONTINUITY, f"layers[{layer + 1}].layer_input against layers[{layer}].layer_output", received, sent
+        )
     return f"{len(pairs)} boundaries equal"
 
 
@@ -94,7 +121,9 @@ def mid_stream(model: Any, case: Case) -> str:
     blocks = {}
     for layer in require(model, "layer_input", "layer_mid"):
         terms = mid_terms(model, layer)
-        if any(name.endswith("attention_output") for name in terms) and all(layer in available(model, name) for name in terms):
+        if any(name.endswith("attention_output") for name in terms) and all(
+            layer in available(model, name) for name in terms
+        ):
             blocks[layer] = terms
     if not blocks:
         support = model.support()
@@ -130,5 +159,11 @@ def logits_from_last_layer(model: Any, case: Case) -> str:
         projected = model.project_on_vocab(stream).detach().clone().save()
         logits = model.logits.detach().clone().save()
     # logits a model upcasts to float32 carry the rounding of the half-precision weights that made them
-    gap = expect_holds(LOGITS_FROM_LAST_LAYER, "lm_head(norm(last layer_output)) against logits", logits, projected, dtype=coarsest(logits, model_dtype(model)))
+    gap = expect_holds(
+        LOGITS_FROM_LAST_LAYER,
+        "lm_head(norm(last layer_output)) against logits",
+        logits,
+        projected,
+        dtype=coarsest(logits, model_dtype(model)),
+    )
     return f"largest gap {gap:.3g}"

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import torch
-
 from nnterp.components.streams import StreamLayer
 from nnterp.tolerances import coarsest
+
+import torch
 
 from .base import Case, CheckFailure, Gaps, Skip, available, check, expect_close, get, multi_stream, read
 
@@ -60,12 +60,20 @@ def _sublayers(model: Any, names: tuple[str, ...]) -> dict[tuple[int, str], dict
         for sublayer, values in steps_of(model, layer).items():
             if sublayer in SUBLAYERS and not hasattr(model.layers[layer], sublayer):
                 continue
-            needed = [values[name] for name in names if name in values and not (name == "mixing" and _unmixed(model, layer))]
+            needed = [
+                values[name] for name in names if name in values and not (name == "mixing" and _unmixed(model, layer))
+            ]
             if all(layer in available(model, name) for name in needed):
                 found[(layer, sublayer)] = values
     if not found:
         support = model.support()
-        wanted = {values[name] for layer in range(model.num_layers) for values in steps_of(model, layer).values() for name in names if name in values}
+        wanted = {
+            values[name]
+            for layer in range(model.num_layers)
+            for values in steps_of(model, layer).values()
+            for name in names
+            if name in values
+        }
         reasons = {name: support.get(name) for name in sorted(wanted) if support.get(name)}
         raise Skip(f"no multi-stream block serves {', '.join(names)} ({reasons})")
     return found
@@ -77,8 +85,12 @@ def collapse(weights: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
 
 
 def spread_and_mix(
-    spread: torch.Tensor, output: torch.Tensor, mixing: torch.Tensor | None, streams: torch.Tensor,
-    added: torch.Tensor | None = None, added_to: tuple[int, ...] = (),
+    spread: torch.Tensor,
+    output: torch.Tensor,
+    mixing: torch.Tensor | None,
+    streams: torch.Tensor,
+    added: torch.Tensor | None = None,
+    added_to: tuple[int, ...] = (),
 ) -> torch.Tensor:
     """``spread[k] * output + sum_j mixing[j, k] * streams[j]`` in float32: the streams after a sublayer (``mixing``
     None: carried unmixed), plus ``added`` on each stream of ``added_to``."""
@@ -96,10 +108,18 @@ def _added_to(model: Any, layer: int, values: dict[str, Any]) -> tuple[int, ...]
     return model.layers[layer].streams_added_to(values["added"]) if "added" in values else ()
 
 
-def _after(found: dict[str, torch.Tensor], model: Any, layer: int, values: dict[str, Any], unmixed: bool) -> torch.Tensor:
+def _after(
+    found: dict[str, torch.Tensor], model: Any, layer: int, values: dict[str, Any], unmixed: bool
+) -> torch.Tensor:
     """The streams after the step, from the values read before them (``found``, keyed by the step's entries)."""
-    return spread_and_mix(found["spread"], found["output"], None if unmixed else found["mixing"], found["before"],
-                          found.get("added"), _added_to(model, layer, values))
+    return spread_and_mix(
+        found["spread"],
+        found["output"],
+        None if unmixed else found["mixing"],
+        found["before"],
+        found.get("added"),
+        _added_to(model, layer, values),
+    )
 
 
 def _terms_said(values: dict[str, Any], unmixed: bool) -> str:
@@ -115,12 +135,23 @@ def streams_follow_from_mixing(model: Any, case: Case) -> str:
     gaps = Gaps()
     for (layer, sublayer), values in sublayers.items():
         unmixed = _unmixed(model, layer)
-        names = [name for name in in_order(values, ("before", "mixing", "spread", "output", "added", "after")) if not (name == "mixing" and unmixed)]
+        names = [
+            name
+            for name in in_order(values, ("before", "mixing", "spread", "output", "added", "after"))
+            if not (name == "mixing" and unmixed)
+        ]
         # one trace per value: no forward order is assumed between them, so a value read at the wrong place still
         # reads, and the identity is what fails
         found = {name: read(model, case, [(layer, values[name])])[0] for name in names}
         expected = _after(found, model, layer, values, unmixed)
-        gaps.add(expect_close(f"layers[{layer}]: {_terms_said(values, unmixed)} against {values['after']}", expected, found["after"].float(), dtype=coarsest(*found.values())))
+        gaps.add(
+            expect_close(
+                f"layers[{layer}]: {_terms_said(values, unmixed)} against {values['after']}",
+                expected,
+                found["after"].float(),
+                dtype=coarsest(*found.values()),
+            )
+        )
     return str(gaps)
 
 
@@ -131,17 +162,31 @@ def sublayers_read_the_collapse(model: Any, case: Case) -> str:
     sublayers = _sublayers(model, ("before", "collapse", "collapsed"))
     gaps = Gaps()
     for (layer, sublayer), values in sublayers.items():
-        before, weights, collapsed = (read(model, case, [(layer, values[name])])[0] for name in ("before", "collapse", "collapsed"))
-        gaps.add(expect_close(f"layers[{layer}]: sum_j {values['collapse']}[j] * {values['before']}[j] against {values['collapsed']}",
-                              collapse(weights, before), collapsed.float(), dtype=coarsest(before, weights, collapsed)))
+        before, weights, collapsed = (
+            read(model, case, [(layer, values[name])])[0] for name in ("before", "collapse", "collapsed")
+        )
+        gaps.add(
+            expect_close(
+                f"layers[{layer}]: sum_j {values['collapse']}[j] * {values['before']}[j] against {values['collapsed']}",
+                collapse(weights, before),
+                collapsed.float(),
+                dtype=coarsest(before, weights, collapsed),
+            )
+        )
         norm = values.get("norm")
         if norm is not None and norm in model.layers[layer].__dict__:
             (entering,) = read(model, case, [(layer, f"{norm}.input")])
-            gaps.add(expect_close(f"layers[{layer}]: {values['collapsed']} against what {norm} is called with", collapsed, entering))
+            gaps.add(
+                expect_close(
+                    f"layers[{layer}]: {values['collapsed']} against what {norm} is called with", collapsed, entering
+                )
+            )
     return str(gaps)
 
 
-def _written(model: Any, case: Case, layer: int, values: dict[str, str], written: str, unmixed: bool) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def _written(
+    model: Any, case: Case, layer: int, values: dict[str, str], written: str, unmixed: bool
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """One run with ``written`` (a weight's name) assigned its edit: every value around the sublayer read after it, and the logits."""
     block = model.layers[layer]
     order = in_order(values, ("before", "collapse", "mixing", "spread", "collapsed", "output", "added", "after"))
@@ -181,18 +226,38 @@ def written_stream_weights_reach_the_model(model: Any, case: Case) -> str:
             found, logits = _written(model, case, layer, values, values[weight], unmixed)
             where = f"layers[{layer}] with {values[weight]} written"
             dtype = coarsest(*found.values())
-            gaps.add(expect_close(f"{where}: sum_j {values['collapse']}[j] * {values['before']}[j] against {values['collapsed']}",
-                                  collapse(found["collapse"], found["before"]), found["collapsed"].float(), dtype=dtype))
+            gaps.add(
+                expect_close(
+                    f"{where}: sum_j {values['collapse']}[j] * {values['before']}[j] against {values['collapsed']}",
+                    collapse(found["collapse"], found["before"]),
+                    found["collapsed"].float(),
+                    dtype=dtype,
+                )
+            )
             expected = _after(found, model, layer, values, unmixed)
-            gaps.add(expect_close(f"{where}: spread * output + mixed streams against {values['after']}", expected, found["after"].float(), dtype=dtype))
+            gaps.add(
+                expect_close(
+                    f"{where}: spread * output + mixed streams against {values['after']}",
+                    expected,
+                    found["after"].float(),
+                    dtype=dtype,
+                )
+            )
             if torch.equal(logits, clean):
-                raise CheckFailure(f"{where}: the logits did not move (the written weight is not what the model computes with)")
+                raise CheckFailure(
+                    f"{where}: the logits did not move (the written weight is not what the model computes with)"
+                )
     return str(gaps)
 
 
 def _summed_steps(model: Any) -> dict[tuple[int, str], dict[str, Any]]:
     """``(layer, step)`` -> its names, for each step whose output is a sum of named terms (``terms``)."""
-    return {(layer, step): values for layer in range(model.num_layers) for step, values in steps_of(model, layer).items() if "terms" in values}
+    return {
+        (layer, step): values
+        for layer in range(model.num_layers)
+        for step, values in steps_of(model, layer).items()
+        if "terms" in values
+    }
 
 
 def updates_are_sums(model: Any) -> bool:
@@ -214,13 +279,25 @@ def stream_updates_add_up(model: Any, case: Case) -> str:
         found = {name: read(model, case, [(layer, name)])[0] for name in dict.fromkeys(names)}
         terms = [found[name] for name in values["terms"]]
         summed = cast(torch.Tensor, sum(term.float() for term in terms))  # a tensor: a step adds one term at least
-        gaps.add(expect_close(f"layers[{layer}]: {' + '.join(values['terms'])} against {values['output']}",
-                              summed, found[values["output"]].float(), dtype=coarsest(*found.values())))
+        gaps.add(
+            expect_close(
+                f"layers[{layer}]: {' + '.join(values['terms'])} against {values['output']}",
+                summed,
+                found[values["output"]].float(),
+                dtype=coarsest(*found.values()),
+            )
+        )
         if "mid" in values:
             parts = [found[values["collapsed"]], *(found[name] for name in values["mid_terms"])]
             mid = cast(torch.Tensor, sum(part.float() for part in parts))  # a tensor: parts holds the collapsed stream
-            gaps.add(expect_close(f"layers[{layer}]: {values['collapsed']} + {' + '.join(values['mid_terms'])} against {values['mid']}",
-                                  mid, found[values["mid"]].float(), dtype=coarsest(*found.values())))
+            gaps.add(
+                expect_close(
+                    f"layers[{layer}]: {values['collapsed']} + {' + '.join(values['mid_terms'])} against {values['mid']}",
+                    mid,
+                    found[values["mid"]].float(),
+                    dtype=coarsest(*found.values()),
+                )
+            )
     if not gaps.count:
         raise Skip("no block serves a summed step's output beside every one of its terms")
     return str(gaps)
@@ -239,7 +316,10 @@ def streams_follow_at_every_step(model: Any, case: Case) -> str:
 
     sublayers = _sublayers(model, ("before", "after", "output", "spread", "mixing", "added"))
     prompt = case.alone(0)
-    with torch.no_grad(), model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+    with (
+        torch.no_grad(),
+        model.generate(prompt.batch, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer,
+    ):
         steps = nnsight.save([])
         for _ in tracer.iter[:STEPS]:
             step = []
@@ -247,7 +327,13 @@ def streams_follow_at_every_step(model: Any, case: Case) -> str:
                 block = model.layers[layer]
                 unmixed = _unmixed(model, layer)
                 order = in_order(values, ("before", "mixing", "spread", "output", "added", "after"))
-                step.append({name: get(block, values[name]).detach().clone() for name in order if not (name == "mixing" and unmixed)})
+                step.append(
+                    {
+                        name: get(block, values[name]).detach().clone()
+                        for name in order
+                        if not (name == "mixing" and unmixed)
+                    }
+                )
             steps.append(step)
     if len(steps) != STEPS:
         raise CheckFailure(f"read {len(steps)} steps of {STEPS}")
@@ -257,8 +343,16 @@ def streams_follow_at_every_step(model: Any, case: Case) -> str:
         expected = length if index == 0 else 1
         for ((layer, sublayer), values), found in zip(sublayers.items(), step):
             if found["after"].shape[1] != expected:
-                raise CheckFailure(f"step {index}, layers[{layer}].{values['after']}: {found['after'].shape[1]} positions, expected {expected}")
+                raise CheckFailure(
+                    f"step {index}, layers[{layer}].{values['after']}: {found['after'].shape[1]} positions, expected {expected}"
+                )
             mixed = _after(found, model, layer, values, _unmixed(model, layer))
-            gaps.add(expect_close(f"step {index}, layers[{layer}]: spread * output + mixed streams against {values['after']}",
-                                  mixed, found["after"].float(), dtype=coarsest(*found.values())))
+            gaps.add(
+                expect_close(
+                    f"step {index}, layers[{layer}]: spread * output + mixed streams against {values['after']}",
+                    mixed,
+                    found["after"].float(),
+                    dtype=coarsest(*found.values()),
+                )
+            )
     return f"{STEPS} steps; {gaps}"

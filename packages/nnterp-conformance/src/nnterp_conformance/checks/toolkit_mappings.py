@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from nnterp import Unavailable
-from nnterp import layouts
+from nnterp import Unavailable, layouts
 from nnterp.identities import (
     CONTRIBUTION,
     HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES,
@@ -29,7 +26,19 @@ from nnterp.identities import (
     stream_sum,
 )
 from nnterp.tolerances import coarsest
-from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, has_softmax_attention, single_stream
+
+import torch
+
+from .base import (
+    Case,
+    CheckFailure,
+    Gaps,
+    Skip,
+    check,
+    expect_close,
+    expect_holds,
+    single_stream,
+)
 
 #: TransformerLens's axis names and the standard axes each may be (a query or key-value head, a value or query width)
 AXES: dict[str, tuple[str, ...]] = {
@@ -121,18 +130,24 @@ def to_transformer_lens(name: str, dims: tuple[str, ...] | None, value: torch.Te
     """
     wanted = TRANSFORMER_LENS_LAYOUTS.get(_relative(name))
     if wanted is None:
-        raise CheckFailure(f"{name}: the table maps a hook whose TransformerLens layout the kit does not know ({standard})")
+        raise CheckFailure(
+            f"{name}: the table maps a hook whose TransformerLens layout the kit does not know ({standard})"
+        )
     if dims is None:
         raise CheckFailure(f"{name}: {standard} declares no layout, so no TransformerLens layout follows from it")
     order = []
     for axis in wanted:
         matches = [index for index, dim in enumerate(dims) if dim in AXES[axis] and index not in order]
         if not matches:
-            raise CheckFailure(f"{name}: {standard} is laid out [{', '.join(dims)}], which has no {axis} axis of TransformerLens's [{', '.join(wanted)}]")
+            raise CheckFailure(
+                f"{name}: {standard} is laid out [{', '.join(dims)}], which has no {axis} axis of TransformerLens's [{', '.join(wanted)}]"
+            )
         order.append(matches[0])
     extra = [dims[index] for index in range(len(dims)) if index not in order]
     if extra:
-        raise CheckFailure(f"{name}: {standard} is laid out [{', '.join(dims)}]: its {', '.join(extra)} axis has no place in TransformerLens's [{', '.join(wanted)}]")
+        raise CheckFailure(
+            f"{name}: {standard} is laid out [{', '.join(dims)}]: its {', '.join(extra)} axis has no place in TransformerLens's [{', '.join(wanted)}]"
+        )
     return value.permute(order)
 
 
@@ -196,13 +211,21 @@ def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps:
         return cache[f"blocks.{layer}.{name}"]
 
     def close(what: str, actual: torch.Tensor, wanted: torch.Tensor, *parts: torch.Tensor) -> None:
-        gaps.add(expect_close(f"blocks.{layer}: {what}", actual.float(), wanted.float(), dtype=coarsest(actual, wanted, *parts)))
+        gaps.add(
+            expect_close(
+                f"blocks.{layer}: {what}", actual.float(), wanted.float(), dtype=coarsest(actual, wanted, *parts)
+            )
+        )
 
     def summed(identity: Identity, what: str, total: str, stream: str, *terms: str) -> None:
         # the core identity, on TransformerLens's names: the stream after a block's terms is their sum with the stream
         found, parts = get(total), [get(term) for term in terms]
         expected = stream_sum(get(stream), parts)
-        gaps.add(expect_holds(identity, f"blocks.{layer}: {what}", found.float(), expected, dtype=coarsest(get(stream), *parts, found)))
+        gaps.add(
+            expect_holds(
+                identity, f"blocks.{layer}: {what}", found.float(), expected, dtype=coarsest(get(stream), *parts, found)
+            )
+        )
 
     if layer + 1 < model.num_layers and has("hook_resid_post") and f"blocks.{layer + 1}.hook_resid_pre" in hooks:
         sent, received = get("hook_resid_post"), cache[f"blocks.{layer + 1}.hook_resid_pre"]
@@ -212,9 +235,17 @@ def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps:
     plain_mid = mid == (ATTENTION,)
     if has("hook_resid_pre", "hook_attn_out", "hook_resid_mid"):
         if plain_mid:
-            summed(MID_STREAM, "hook_resid_pre + hook_attn_out against hook_resid_mid", "hook_resid_mid", "hook_resid_pre", "hook_attn_out")
+            summed(
+                MID_STREAM,
+                "hook_resid_pre + hook_attn_out against hook_resid_mid",
+                "hook_resid_mid",
+                "hook_resid_pre",
+                "hook_attn_out",
+            )
         else:
-            skipped["resid_pre + attn_out == resid_mid"] = f"layers[{layer}]'s mid stream adds {', '.join(mid) or 'no attention'}"
+            skipped["resid_pre + attn_out == resid_mid"] = (
+                f"layers[{layer}]'s mid stream adds {', '.join(mid) or 'no attention'}"
+            )
     if has("hook_resid_post", "hook_mlp_out"):
         if has("hook_resid_mid") and plain_mid and contributions == (ATTENTION, MLP):
             what = "hook_resid_mid + hook_mlp_out against hook_resid_post"
@@ -227,9 +258,17 @@ def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps:
     if has("hook_mlp_in"):
         # the stream the MLP's pre-norm reads: the mid stream, or on a parallel block the stream entering it
         if has("hook_resid_mid"):
-            close("hook_mlp_in against hook_resid_mid, the stream before the MLP's norm", get("hook_mlp_in"), get("hook_resid_mid"))
+            close(
+                "hook_mlp_in against hook_resid_mid, the stream before the MLP's norm",
+                get("hook_mlp_in"),
+                get("hook_resid_mid"),
+            )
         elif _is_parallel(block) and has("hook_resid_pre"):
-            close("hook_mlp_in against hook_resid_pre, the stream a parallel block's MLP norm reads", get("hook_mlp_in"), get("hook_resid_pre"))
+            close(
+                "hook_mlp_in against hook_resid_pre, the stream a parallel block's MLP norm reads",
+                get("hook_mlp_in"),
+                get("hook_resid_pre"),
+            )
         else:
             skipped["mlp_in == resid_mid"] = f"layers[{layer}] serves no stream before its MLP's norm"
     if has("attn.hook_pattern", "attn.hook_v", "attn.hook_z"):
@@ -238,28 +277,42 @@ def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps:
             pattern, values, heads = get("attn.hook_pattern"), get("attn.hook_v"), get("attn.hook_z")
             _pattern_against_values(layer, pattern, values, heads, gaps)
         else:
-            skipped["z == pattern @ v"] = f"layers[{layer}]'s attention mixes its heads before {attention.mixed_heads}, then gates them"
+            skipped["z == pattern @ v"] = (
+                f"layers[{layer}]'s attention mixes its heads before {attention.mixed_heads}, then gates them"
+            )
     if has("attn.hook_attn_scores", "attn.hook_pattern"):
         scores, pattern = get("attn.hook_attn_scores"), get("attn.hook_pattern")
         if hooks[f"blocks.{layer}.attn.hook_attn_scores"] == hooks[f"blocks.{layer}.attn.hook_pattern"]:
             # the table says TransformerLens's hook holds the pattern on this family: so must the toolkit's
-            close("hook_attn_scores against hook_pattern (TransformerLens's hook holds the pattern here)", scores, pattern)
+            close(
+                "hook_attn_scores against hook_pattern (TransformerLens's hook holds the pattern here)", scores, pattern
+            )
         else:
             _softmax_against_pattern(layer, block.self_attn, scores, pattern, gaps)
 
 
-def _pattern_against_values(layer: int, pattern: torch.Tensor, values: torch.Tensor, heads: torch.Tensor, gaps: Gaps) -> None:
+def _pattern_against_values(
+    layer: int, pattern: torch.Tensor, values: torch.Tensor, heads: torch.Tensor, gaps: Gaps
+) -> None:
     """``hook_z == hook_pattern @ hook_v`` per head (``identities.heads_from_pattern``), on TransformerLens's layouts:
     ``hook_v`` is ``[batch, pos, head_index, d_head]``, each key-value head serving its group."""
     try:
         expected = heads_from_pattern(pattern, values.transpose(1, 2))
     except IdentityMismatch as error:
-        raise CheckFailure(f"blocks.{layer}: hook_pattern @ hook_v: {error} (TransformerLens's hook_v is [batch, pos, head_index, d_head])") from None
+        raise CheckFailure(
+            f"blocks.{layer}: hook_pattern @ hook_v: {error} (TransformerLens's hook_v is [batch, pos, head_index, d_head])"
+        ) from None
     what = f"blocks.{layer}: hook_pattern @ hook_v against hook_z, per head"
-    gaps.add(expect_holds(HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES, what, heads.float(), expected, dtype=coarsest(heads, pattern)))
+    gaps.add(
+        expect_holds(
+            HEAD_OUTPUTS_ARE_PATTERN_AGAINST_VALUES, what, heads.float(), expected, dtype=coarsest(heads, pattern)
+        )
+    )
 
 
-def _softmax_against_pattern(layer: int, attention: Any, scores: torch.Tensor, pattern: torch.Tensor, gaps: Gaps) -> None:
+def _softmax_against_pattern(
+    layer: int, attention: Any, scores: torch.Tensor, pattern: torch.Tensor, gaps: Gaps
+) -> None:
     """``softmax(hook_attn_scores) == hook_pattern`` (``identities.softmax_pattern``), the mask inside the scores; a sink
     column joins the softmax, then goes."""
     sinks = attention.sink_logits if attention.sink_column else None
@@ -288,8 +341,19 @@ def toolkit_groups_sum_to_the_stream(model: Any, case: Case) -> str:
         output = cache[f"layers.{layer}.layer_output"]
         spelled = " + ".join(term.rsplit(".", 1)[-1] for term in terms)
         what = f"layers[{layer}]: layer_input + the cache's contributions ({spelled}) against layer_output"
-        gaps.add(expect_holds(CONTRIBUTION, what, output.float(), stream_sum(parts[0], parts[1:]), dtype=coarsest(*parts, output)))
+        gaps.add(
+            expect_holds(
+                CONTRIBUTION, what, output.float(), stream_sum(parts[0], parts[1:]), dtype=coarsest(*parts, output)
+            )
+        )
     values, labels = decompose_resid(cache)
     final = cache[f"layers.{model.num_layers - 1}.layer_output"]
-    gaps.add(expect_close(f"decompose_resid's {len(labels)} terms summed against the last layer_output", values.float().sum(0), final.float(), dtype=coarsest(values, final)))
+    gaps.add(
+        expect_close(
+            f"decompose_resid's {len(labels)} terms summed against the last layer_output",
+            values.float().sum(0),
+            final.float(),
+            dtype=coarsest(values, final),
+        )
+    )
     return f"{model.num_layers} blocks and decompose_resid, {gaps}"

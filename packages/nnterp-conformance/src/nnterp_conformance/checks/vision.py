@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import torch
 from nnterp.identities import CONTRIBUTION, PATTERN_IS_SOFTMAX_OF_SCORES, softmax_pattern, stream_sum
 from nnterp.tolerances import coarsest
+
+import torch
 
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, expect_holds, get
 
@@ -42,7 +43,11 @@ def image(seed: int = IMAGE_SEED) -> Any:
     from PIL import Image
 
     generator = np.random.default_rng(seed)
-    shape = IMAGE_SHAPE if seed == IMAGE_SEED else tuple(int(side) for side in generator.integers(SIDES[0], SIDES[1] + 1, 2))
+    shape = (
+        IMAGE_SHAPE
+        if seed == IMAGE_SEED
+        else tuple(int(side) for side in generator.integers(SIDES[0], SIDES[1] + 1, 2))
+    )
     pixels = generator.integers(0, 256, (*shape, 3), dtype=np.uint8)
     return Image.fromarray(pixels)
 
@@ -142,7 +147,11 @@ def vision_contribution(model: Any, case: Case) -> str:
         parts = [found[name][index] for name in names[:3]]
         output = found["layer_output"][index]
         what = f"vision.layers[{layer}]: layer_input + attention_output + mlp_output against layer_output"
-        gaps.add(expect_holds(CONTRIBUTION, what, output.float(), stream_sum(parts[0], parts[1:]), dtype=coarsest(*parts, output)))
+        gaps.add(
+            expect_holds(
+                CONTRIBUTION, what, output.float(), stream_sum(parts[0], parts[1:]), dtype=coarsest(*parts, output)
+            )
+        )
     return str(gaps)
 
 
@@ -158,7 +167,14 @@ def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
         what = f"vision.layers[{layer}]: softmax(attention_scores) against attention_probabilities"
         gaps.add(expect_holds(PATTERN_IS_SOFTMAX_OF_SCORES, what, pattern, softmax_pattern(scores).to(pattern.dtype)))
         sums = pattern.float().sum(-1)
-        gaps.add(expect_close(f"vision.layers[{layer}]: rows of attention_probabilities against one", sums, torch.ones_like(sums), dtype=pattern.dtype))
+        gaps.add(
+            expect_close(
+                f"vision.layers[{layer}]: rows of attention_probabilities against one",
+                sums,
+                torch.ones_like(sums),
+                dtype=pattern.dtype,
+            )
+        )
     return str(gaps)
 
 
@@ -234,10 +250,14 @@ def vision_interior_feeds_the_output(model: Any, case: Case) -> str:
             with model.trace(prompts, images=images):
                 setattr(attention(model), name, noise.edited(getattr(attention(model), name)))
                 moved = attention(model).attention_output.detach().clone().save()
-            expect_close(f"vision.layers[{layer}]: attention_output after writing {name} back unchanged", unchanged, baseline)
+            expect_close(
+                f"vision.layers[{layer}]: attention_output after writing {name} back unchanged", unchanged, baseline
+            )
             shift = (moved - baseline).abs().max().item()
             if shift == 0:
-                raise CheckFailure(f"vision.layers[{layer}]: writing {name} left attention_output unchanged: it is not read on the attention's path")
+                raise CheckFailure(
+                    f"vision.layers[{layer}]: writing {name} left attention_output unchanged: it is not read on the attention's path"
+                )
             shifts.append(f"{name} {shift:.3g}")
     return f"vision.layers[{layer}]: attention_output moved by " + ", ".join(shifts)
 
@@ -247,7 +267,9 @@ def image_features_reach_the_text(model: Any, case: Case) -> str:
     """layers[0].layer_input[image_token_mask] == image_features, one feature row per image token; a row with no image reads as alone."""
     vision = lambda model: model.vision  # noqa: E731
     mask, features, stream = read_image(
-        model, case, [(vision, "image_token_mask"), (vision, "image_features"), (lambda model: model.layers[0], "layer_input")]
+        model,
+        case,
+        [(vision, "image_token_mask"), (vision, "image_features"), (lambda model: model.layers[0], "layer_input")],
     )
     tokens = int(mask.sum())
     if tokens == 0:
@@ -288,7 +310,9 @@ def _alone(model: Any, case: Case) -> float:
     }
     with torch.no_grad(), model.trace(row):
         alone = model.logits.detach().clone().save()
-    return expect_close("logits of the batch's row with no image against its tokens traced alone", logits[1, :length], alone[0])
+    return expect_close(
+        "logits of the batch's row with no image against its tokens traced alone", logits[1, :length], alone[0]
+    )
 
 
 @check("vision", applies=has_vision)
@@ -313,10 +337,14 @@ def written_image_values_move_downstream(model: Any, case: Case) -> str:
     expect_close("logits after writing image_features back unchanged", unchanged, baseline)
     shift = (moved - baseline).abs().max().item()
     if shift == 0:
-        raise CheckFailure("writing image_features left the logits unchanged: the value is not what the text model receives")
+        raise CheckFailure(
+            "writing image_features left the logits unchanged: the value is not what the text model receives"
+        )
     tower_shift = (edited_tower - tower).abs().max().item()
     if tower_shift == 0:
-        raise CheckFailure("writing patch_embeddings left tower_output unchanged: one of them is not on the tower's path")
+        raise CheckFailure(
+            "writing patch_embeddings left tower_output unchanged: one of them is not on the tower's path"
+        )
     return f"image_features moved the logits by up to {shift:.3g}; patch_embeddings moved tower_output by up to {tower_shift:.3g}"
 
 
@@ -344,7 +372,9 @@ def projector_output_reaches_the_scatter(model: Any, case: Case) -> str:
     expect_close("image_features after writing projector_output back unchanged", unchanged, baseline)
     shift = (moved - baseline).abs().max().item()
     if shift == 0:
-        raise CheckFailure("writing projector_output left image_features unchanged: the projector named is not what feeds the scatter")
+        raise CheckFailure(
+            "writing projector_output left image_features unchanged: the projector named is not what feeds the scatter"
+        )
     return f"projector_output moved image_features by up to {shift:.3g}"
 
 
@@ -360,7 +390,10 @@ def image_reaches_the_text_under_generate(model: Any, case: Case) -> str:
     prompts, images = image_inputs(model, case)
     with torch.no_grad(), model.trace(prompts, images=images):
         traced = model.vision.image_features.detach().clone().save()
-    with torch.no_grad(), model.generate(prompts, images=images, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer:
+    with (
+        torch.no_grad(),
+        model.generate(prompts, images=images, max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False) as tracer,
+    ):
         steps = nnsight.save([])
         for index in tracer.iter[:STEPS]:
             if index == 0:
@@ -400,10 +433,12 @@ def image_values_need_an_image(model: Any, case: Case) -> str:
             raised.append(str(error))
             continue
         except Exception as error:  # noqa: BLE001 - anything else is the failure this check names
-            raise CheckFailure(f"vision.{name} on a trace with no image raised {type(error).__name__}: {str(error)[:200]}, rather than raising Unavailable")
+            raise CheckFailure(
+                f"vision.{name} on a trace with no image raised {type(error).__name__}: {str(error)[:200]}, rather than raising Unavailable"
+            )
         raise CheckFailure(f"vision.{name} read a value on a trace with no image, rather than raising Unavailable")
     return f"{len(raised)} image values unavailable without an image ({raised[0][:60]}...)"
 
 
-from . import vision_blocks as _registered  # noqa: E402, F401 - registration: the blocks' and the projector's values, after the tower's (not as vision_blocks, the function above)
 from . import tower_gradients as _gradients  # noqa: E402, F401 - registration: gradients of the tower's values, on its image batch
+from . import vision_blocks as _registered  # noqa: E402, F401 - registration: the blocks' and the projector's values, after the tower's (not as vision_blocks, the function above)

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import nnsight
-import torch
 from nnsight.intervention.interleaver import OutOfOrderError
-
 from nnterp.tolerances import coarsest
+
+import torch
+
 from .base import Case, Gaps, Skip, check, expect_close, get, model_dtype
 from .vision import has_vision, image_inputs, image_token, tower_block
 
@@ -71,7 +72,10 @@ def vision_mid_stream(model: Any, case: Case) -> str:
             needs[layer] = ("layer_input", *before, "layer_mid", *after, "layer_output")
     if not needs:
         # the tower's own reason where its blocks serve no stream (a convolutional tower's), else that none has a mixer
-        served_blocks(model, dict.fromkeys(range(model.vision.num_layers), ("layer_input", "layer_mid", "self_attn.attention_output")))
+        served_blocks(
+            model,
+            dict.fromkeys(range(model.vision.num_layers), ("layer_input", "layer_mid", "self_attn.attention_output")),
+        )
         raise Skip("no tower block adds an attention_output before its layer_mid (its mid_terms())")
     blocks = served_blocks(model, needs)
     plan = [(tower_block(layer), name) for layer, names in blocks.items() for name in names]
@@ -81,9 +85,19 @@ def vision_mid_stream(model: Any, case: Case) -> str:
         found = {name: next(values) for name in names}
         before, after = halves(model.vision.layers[layer])
         mid = found["layer_input"] + sum(found[term] for term in before)
-        gaps.add(expect_close(f"vision.layers[{layer}]: layer_input + {' + '.join(before)} against layer_mid", mid, found["layer_mid"]))
+        gaps.add(
+            expect_close(
+                f"vision.layers[{layer}]: layer_input + {' + '.join(before)} against layer_mid", mid, found["layer_mid"]
+            )
+        )
         out = found["layer_mid"] + sum(found[term] for term in after)
-        gaps.add(expect_close(f"vision.layers[{layer}]: layer_mid + {' + '.join(after)} against layer_output", out, found["layer_output"]))
+        gaps.add(
+            expect_close(
+                f"vision.layers[{layer}]: layer_mid + {' + '.join(after)} against layer_output",
+                out,
+                found["layer_output"],
+            )
+        )
     return str(gaps)
 
 
@@ -102,24 +116,41 @@ def _neurons(model: Any, case: Case, layers: list[int], parts: tuple[str, ...]) 
 @check("vision", applies=has_vision)
 def vision_neurons_make_contribution(model: Any, case: Case) -> str:
     """On every tower block: mlp_neurons == mlp_activation (times up_proj on a gated MLP), and down_proj(mlp_neurons) is what down_proj returns."""
-    blocks = served_blocks(model, dict.fromkeys(range(model.vision.num_layers), ("mlp.mlp_activation", "mlp.mlp_neurons")))
+    blocks = served_blocks(
+        model, dict.fromkeys(range(model.vision.num_layers), ("mlp.mlp_activation", "mlp.mlp_neurons"))
+    )
     parts, gaps = ("activation", "up", "neurons"), Gaps()
     try:
         every = _neurons(model, case, list(blocks), parts)
     except OutOfOrderError:
         # the family reads them out of the MLP's order: one trace each, so the identity, not the order, is what fails
-        every = {layer: {key: value for part in parts for key, value in _neurons(model, case, [layer], (part,))[layer].items()} for layer in blocks}
+        every = {
+            layer: {
+                key: value for part in parts for key, value in _neurons(model, case, [layer], (part,))[layer].items()
+            }
+            for layer in blocks
+        }
     for layer, found in every.items():
         up = found.get("up")
         expected = found["activation"] if up is None else found["activation"] * up
         formula = "mlp_activation" if up is None else "mlp_activation * up_proj.output"
         neurons = found["neurons"]
-        expected = expected.reshape(neurons.shape) if expected.shape != neurons.shape and expected.numel() == neurons.numel() else expected
+        expected = (
+            expected.reshape(neurons.shape)
+            if expected.shape != neurons.shape and expected.numel() == neurons.numel()
+            else expected
+        )
         judged = coarsest(neurons, model_dtype(model))
-        gaps.add(expect_close(f"vision.layers[{layer}]: {formula} against mlp_neurons", neurons, expected, dtype=judged))
+        gaps.add(
+            expect_close(f"vision.layers[{layer}]: {formula} against mlp_neurons", neurons, expected, dtype=judged)
+        )
         projected, output = found["projected"], found["output"]
         projected = projected.reshape(output.shape) if projected.numel() == output.numel() else projected
-        gaps.add(expect_close(f"vision.layers[{layer}]: down_proj(mlp_neurons) against down_proj's output", projected, output))
+        gaps.add(
+            expect_close(
+                f"vision.layers[{layer}]: down_proj(mlp_neurons) against down_proj's output", projected, output
+            )
+        )
     return str(gaps)
 
 
@@ -135,14 +166,22 @@ def vision_norm_outputs_feed_the_sublayers(model: Any, case: Case) -> str:
             if sublayer in block.__dict__ and not (support.get(norm) and layer in support[norm]):
                 pairs.append((layer, norm, readers[norm].format(mixer="self_attn")))
     if not pairs:
-        raise Skip(f"no tower block serves attention_norm_output or mlp_norm_output ({support.get('attention_norm_output')}; {support.get('mlp_norm_output')})")
+        raise Skip(
+            f"no tower block serves attention_norm_output or mlp_norm_output ({support.get('attention_norm_output')}; {support.get('mlp_norm_output')})"
+        )
     plan = [(tower_block(layer), name) for layer, norm, called in pairs for name in (norm, called)]
     values, gaps = iter(tower_reads(model, case, plan)), Gaps()
     for layer, norm, called in pairs:
         output, read = next(values), next(values)
         if read.shape != output.shape and read.numel() == output.numel():
-            read = read.view(output.shape)  # a packed tower's sublayer is called with [patches, width], the norm served [1, patches, width]
-        gaps.add(expect_close(f"vision.layers[{layer}]: {norm} against what {called.rsplit('.', 1)[0]} is called with", output, read))
+            read = read.view(
+                output.shape
+            )  # a packed tower's sublayer is called with [patches, width], the norm served [1, patches, width]
+        gaps.add(
+            expect_close(
+                f"vision.layers[{layer}]: {norm} against what {called.rsplit('.', 1)[0]} is called with", output, read
+            )
+        )
     return str(gaps)
 
 
@@ -191,9 +230,13 @@ def projector_reads_the_selected_stream(model: Any, case: Case) -> str:
     vision = lambda model: model.vision  # noqa: E731
     plan = [(vision, chosen.value) for chosen in selection] + [(lambda model: model.projector, "projector_input")]
     *streams, taken = tower_reads(model, case, plan)
-    expected = projector.laid_out(torch.cat([stream[:, chosen.drop :] for stream, chosen in zip(streams, selection)], dim=-1))
+    expected = projector.laid_out(
+        torch.cat([stream[:, chosen.drop :] for stream, chosen in zip(streams, selection)], dim=-1)
+    )
     if expected.shape != taken.shape and expected.numel() == taken.numel():
         expected = expected.reshape(taken.shape)  # a packed tower's [1, patches, width] handed on as [patches, width]
-    said = " ++ ".join(f"vision.{chosen.value}" + (f"[:, {chosen.drop}:]" if chosen.drop else "") for chosen in selection)
+    said = " ++ ".join(
+        f"vision.{chosen.value}" + (f"[:, {chosen.drop}:]" if chosen.drop else "") for chosen in selection
+    )
     gap = expect_close(f"{said} against projector_input", taken, expected)
     return f"projector_input is {said}, gap {gap:.3g}"

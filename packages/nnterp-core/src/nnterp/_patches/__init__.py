@@ -155,4 +155,3 @@ def release(holder: Any) -> None:
 def _uninstall(patches: list[Patch]) -> None:
     for patch in reversed(patches):
         patch.uninstall()
-

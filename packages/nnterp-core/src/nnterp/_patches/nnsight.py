@@ -102,7 +102,9 @@ def _content(rename: Any, envoys: Any) -> tuple | None:
     if not isinstance(envoys, dict) or not isinstance(rename, (dict, type(None))):
         return None
     key = (
-        tuple((name, tuple(aliases) if isinstance(aliases, list) else aliases) for name, aliases in (rename or {}).items()),
+        tuple(
+            (name, tuple(aliases) if isinstance(aliases, list) else aliases) for name, aliases in (rename or {}).items()
+        ),
         tuple(envoys.items()),
     )
     try:
@@ -220,8 +222,12 @@ def ALIASING(nnsight_spellings: Any, nnsight_named: Any, nnsight_ends_with: Any,
         parameters, buffers, modules = held.get("_parameters"), held.get("_buffers"), held.get("_modules")
         return (
             name not in held
-            and isinstance(parameters, dict) and isinstance(buffers, dict) and isinstance(modules, dict)
-            and name not in parameters and name not in buffers and name not in modules
+            and isinstance(parameters, dict)
+            and isinstance(buffers, dict)
+            and isinstance(modules, dict)
+            and name not in parameters
+            and name not in buffers
+            and name not in modules
         )
 
     def named(envoy: Any, key: str | type) -> list:

@@ -1,16 +1,25 @@
 """The base components a family's envoys subclass."""
 
-from .attention import INTERFACE, INTERIOR, Attention, GatedAttention, each_interior, interface_reason, needs_eager, seq_first
+from .attention import (
+    INTERFACE,
+    INTERIOR,
+    Attention,
+    GatedAttention,
+    each_interior,
+    interface_reason,
+    needs_eager,
+    seq_first,
+)
 from .layer import Layer
 from .mixtures import GatedSharedMoe, MixtralMoe, SigmoidMoe, TopKFirstMoe
 from .mlp import Mlp
 from .moe import Moe, mixture_reason, needs_grouped_experts, no_shared_expert
 from .rescaled import RescaledLayer, ScaledOutputLayer
 from .sandwich import Glm4Attention, Glm4Mlp, PostNormAttention, PostNormMlp, SandwichLayer
-from .streams import StreamLayer, StreamValues
 from .scaled import GraniteAttention, GraniteMlp, GraniteMoe, GraniteMoeShared, SharedMlpLayer, residual_multiplier
-from .variants import ParallelLayer, PostNormLayer
 from .standard import Standard, blocks_support, first_tensor, rewrap
+from .streams import StreamLayer, StreamValues
+from .variants import ParallelLayer, PostNormLayer
 
 __all__ = [
     "INTERFACE",

@@ -136,7 +136,9 @@ class Attention(Standard):
         """
         return value
 
-    @EProperty(_inside("nn_functional_dropout_0.output"), "The attention pattern the values are mixed with", interface_reason)
+    @EProperty(
+        _inside("nn_functional_dropout_0.output"), "The attention pattern the values are mixed with", interface_reason
+    )
     def attention_probabilities(self, value: Tensor) -> Pattern:
         """The attention pattern, ``[batch, num_heads, query, key]``.
 
@@ -255,7 +257,12 @@ class GatedAttention(Attention):
     def attention_head_outputs(self, value: Tensor) -> HeadOutputs:
         return value.unflatten(-1, (self.num_heads, self.head_dim))
 
-    @EProperty(f"source.{INTERFACE}.output", "Each head's output before the gate: what the interface returns", interface_reason, 0)
+    @EProperty(
+        f"source.{INTERFACE}.output",
+        "Each head's output before the gate: what the interface returns",
+        interface_reason,
+        0,
+    )
     def ungated_head_outputs(self, value: Tensor) -> HeadOutputs:
         """Each head's output before the gate (or norm), ``[batch, seq, num_heads, head_dim]``: the pattern against the values.
 

@@ -3,7 +3,7 @@
 import ast
 import inspect
 import textwrap
-from functools import lru_cache
+from functools import cache
 from typing import Any, ClassVar
 
 from torch import Tensor
@@ -104,7 +104,9 @@ class Layer(Standard):
         """
         return value
 
-    @EProperty("post_attention_layernorm.input", "What rescaling layer_mid changes in the stream", unavailable=MID_NOT_RESCALED)
+    @EProperty(
+        "post_attention_layernorm.input", "What rescaling layer_mid changes in the stream", unavailable=MID_NOT_RESCALED
+    )
     def layer_mid_rescaling(self, value: Tensor) -> Residual:
         """What the block's rescaling of ``layer_mid`` adds to the stream, ``[batch, seq, hidden_size]``.
 
@@ -228,7 +230,9 @@ class Layer(Standard):
     def mid_terms(self) -> tuple[str, ...]:
         """The terms ``layer_mid`` is the sum of besides ``layer_input``: the rescaling of ``layer_input`` where the
         block has one, then each mixer's ``attention_output``."""
-        return tuple(name for name in self.contributions() if name == RESIDUAL_TERMS[0] or name.endswith(".attention_output"))
+        return tuple(
+            name for name in self.contributions() if name == RESIDUAL_TERMS[0] or name.endswith(".attention_output")
+        )
 
     def read_again(self) -> tuple[str, ...]:
         """The terms (besides the mixers', which ``layer_mid`` holds) that a later part of the block reads back.
@@ -242,7 +246,9 @@ class Layer(Standard):
         terms = self.contributions()
         if "per_layer_input_output" not in terms:
             return ()
-        return tuple(term for term in terms[: terms.index("per_layer_input_output")] if not term.endswith(".attention_output"))
+        return tuple(
+            term for term in terms[: terms.index("per_layer_input_output")] if not term.endswith(".attention_output")
+        )
 
     def has_term(self, name: str) -> bool:
         """Whether this block adds the residual term ``name`` (one of ``RESIDUAL_TERMS``), served or not."""
@@ -259,7 +265,7 @@ class Layer(Standard):
         return self.returns_tuple if said is None else said
 
 
-@lru_cache(maxsize=None)
+@cache
 def returned_tuple(block: type) -> bool | None:
     """What ``block.forward``'s return statements say: a tuple (True), a bare tensor (False), or nothing clear (None).
 

@@ -1,8 +1,8 @@
 """The feed-forward: its contribution, its activation and its neurons."""
 
-from torch import Tensor
-
 from typing import Any
+
+from torch import Tensor
 
 from ..descriptors import EProperty
 from ..layouts import Neurons, Residual

@@ -158,8 +158,12 @@ class Moe(Mlp):
         """
         return value
 
-    @TokenEProperty("experts.inputs", "The weight each routing slot's expert output is multiplied by", mixture_reason,
-                    select=lambda envoy: envoy.WEIGHTS)
+    @TokenEProperty(
+        "experts.inputs",
+        "The weight each routing slot's expert output is multiplied by",
+        mixture_reason,
+        select=lambda envoy: envoy.WEIGHTS,
+    )
     def expert_weights(self, value: Tensor) -> ExpertWeights:
         """The weights the experts receive, ``[batch, seq, top_k]``, one per routing slot.
 
@@ -169,8 +173,9 @@ class Moe(Mlp):
         """
         return value
 
-    @TokenEProperty("experts.inputs", "The expert each routing slot runs", mixture_reason,
-                    select=lambda envoy: envoy.INDICES)
+    @TokenEProperty(
+        "experts.inputs", "The expert each routing slot runs", mixture_reason, select=lambda envoy: envoy.INDICES
+    )
     def expert_indices(self, value: Tensor) -> ExpertIndices:
         """The experts each token is routed to, ``[batch, seq, top_k]``, int64.
 
@@ -179,7 +184,9 @@ class Moe(Mlp):
         """
         return value
 
-    @TokenEProperty(f"{WEIGHTED_SLOTS}.output", "Each slot's weighted expert output", needs_grouped_experts, summand=True)
+    @TokenEProperty(
+        f"{WEIGHTED_SLOTS}.output", "Each slot's weighted expert output", needs_grouped_experts, summand=True
+    )
     def expert_outputs(self, value: Tensor) -> ExpertOutputs:
         """Each slot's expert output times its weight, ``[batch, seq, top_k, hidden_size]``, before the slots are summed.
 

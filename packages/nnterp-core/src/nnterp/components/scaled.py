@@ -89,6 +89,6 @@ class GraniteMoeShared(GraniteMoe):
 
     mlp_output = Mlp.mlp_output.at(mixture_and_shared, select=None).scaled(residual_multiplier)
     mixture_output = Moe.mixture_output.at(mixture_and_shared, select=None).scaled(residual_multiplier)
-    shared_expert_output = Moe.shared_expert_output.at(
-        "../shared_mlp.output", unavailable=no_shared_mlp
-    ).scaled(residual_multiplier)
+    shared_expert_output = Moe.shared_expert_output.at("../shared_mlp.output", unavailable=no_shared_mlp).scaled(
+        residual_multiplier
+    )

@@ -45,7 +45,7 @@ class Standard(Envoy):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # explicit: a class rebuilt by value on a remote backend runs this before its __class__ cell exists
-        super(Standard, cls).__init_subclass__(**kwargs)
+        super(Standard, cls).__init_subclass__(**kwargs)  # noqa: UP008 - no __class__ cell on a remote rebuild
         VALUE_NAMES.update(key for key, value in vars(cls).items() if _served_name(key, value))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -78,7 +78,9 @@ class Standard(Envoy):
                 raise
             owner = _declared_elsewhere(type(self), name) if name in VALUE_NAMES else None
             if owner is not None:
-                hosts = [child for key, child in vars(self).items() if isinstance(child, owner) and not key.startswith("_")]
+                hosts = [
+                    child for key, child in vars(self).items() if isinstance(child, owner) and not key.startswith("_")
+                ]
                 where = f", read it as {spelled(hosts[0], name)}" if hosts else ""
                 raise OtherComponent(self, name, f"{self.lacks}; {name} belongs to {owner.__name__}{where}") from None
             raise UnknownValue(self, name) from None
@@ -102,7 +104,11 @@ def _components(base: type = Standard) -> list[type]:
 
 def _served_name(key: str, value: Any) -> bool:
     """Whether a class attribute is one a user reads off a component: a standard value, or a public method (state_after)."""
-    return value is not None and not key.startswith("_") and (isinstance(value, EProperty) or callable(value) and not isinstance(value, type))
+    return (
+        value is not None
+        and not key.startswith("_")
+        and (isinstance(value, EProperty) or (callable(value) and not isinstance(value, type)))
+    )
 
 
 def _declared_elsewhere(cls: type, name: str) -> type | None:

@@ -44,6 +44,7 @@ ATTENTION_HC, MLP_HC = "attn_hc", "ffn_hc"
 #: forward consumes itself (it returns the collapsed stream, not ``pre``)
 COLLAPSE = "source.pre_0.output"
 
+
 class StreamValues:
     """The values of a block carrying several residual streams, declared in the order its forward serves them.
 
@@ -165,7 +166,6 @@ class StreamValues:
         Assignment and in-place edits reach the model.
         """
         return value
-
 
 
 class StreamLayer(Layer, StreamValues):

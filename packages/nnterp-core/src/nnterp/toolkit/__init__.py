@@ -10,13 +10,38 @@ from .ablation import Ablation, ablation_sweep
 from .attribution import Attribution, Components, accumulated_resid, decompose_resid, direct_logit_attribution
 from .cache import ValueCache, cache_values, estimate_cache
 from .cache_size import CacheEstimate
-from .dictionaries import Dictionary, DictionaryEvaluation, ablate_features, evaluate_dictionary, feature_activations, run_with_dictionary, set_features, splice, steer_features
+from .dictionaries import (
+    Dictionary,
+    DictionaryEvaluation,
+    ablate_features,
+    evaluate_dictionary,
+    feature_activations,
+    run_with_dictionary,
+    set_features,
+    splice,
+    steer_features,
+)
 from .dictionary_formats import sparsify_sites
 from .extraction import ActivationShards, extract_values, load_activations
 from .gradients import IntegratedGradients, attribution_patching, integrated_gradients
+from .lens import (
+    Prompt,
+    logit_lens,
+    next_token_probs,
+    patchscope_generate,
+    patchscope_lens,
+    run_prompts,
+    topk_closest_tokens,
+)
 from .names import NoStandardValue, UnknownName, standard_name, transformer_lens_name
-from .lens import Prompt, logit_lens, next_token_probs, patchscope_generate, patchscope_lens, run_prompts, topk_closest_tokens
-from .patching import Sweep, patch_attention_output, patch_heads, patch_heads_by_position, patch_mlp_output, patch_residual
+from .patching import (
+    Sweep,
+    patch_attention_output,
+    patch_heads,
+    patch_heads_by_position,
+    patch_mlp_output,
+    patch_residual,
+)
 from .path_patching import patch_paths
 from .plots import plot_attention, plot_logit_lens, plot_sweep
 from .steering import generate_steered, skip_layers, steer

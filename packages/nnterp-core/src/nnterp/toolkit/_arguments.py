@@ -28,10 +28,10 @@ __all__ = [
     "in_trace",
     "index",
     "inside_trace",
-    "loaded",
     "layer",
     "layers",
     "left_padding",
+    "loaded",
     "outside_trace",
     "positions",
     "prompt_positions",
@@ -74,7 +74,7 @@ def inside_trace(function: str) -> None:
 
 def index(given: Any, size: int, *, function: str, argument: str, what: str) -> int:
     """One index into ``size`` things (``what``: "blocks", "heads"), negative from the end; out of range refused."""
-    if isinstance(given, bool) or isinstance(given, Tensor) and given.numel() != 1:
+    if isinstance(given, bool) or (isinstance(given, Tensor) and given.numel() != 1):
         raise InvalidArgument(function, argument, given, f"expected an int index of one of the {size} {what}")
     try:
         value = operator.index(given)
@@ -86,7 +86,7 @@ def index(given: Any, size: int, *, function: str, argument: str, what: str) -> 
             argument,
             given,
             f"the model has {size} {what}: indices 0 to {size - 1}, or -{size} to -1 counting from the end",
-            f"pick an index in that range",
+            "pick an index in that range",
         )
     return value % size
 
@@ -104,19 +104,27 @@ def indices(given: Any, size: int, *, function: str, argument: str, what: str, d
         if given.is_floating_point():
             raise InvalidArgument(function, argument, given, expected)
         given = given.tolist()
-    if isinstance(given, bool) or isinstance(given, (str, bytes)) or not hasattr(given, "__index__") and not hasattr(given, "__iter__"):
+    if (
+        isinstance(given, bool)
+        or isinstance(given, (str, bytes))
+        or (not hasattr(given, "__index__") and not hasattr(given, "__iter__"))
+    ):
         raise InvalidArgument(function, argument, given, expected)
     if hasattr(given, "__index__"):
         return [index(given, size, function=function, argument=argument, what=what)]
     chosen = list(given)
     if not chosen:
-        raise InvalidArgument(function, argument, given, f"an empty selection of {what}", "give at least one index, or None for all")
+        raise InvalidArgument(
+            function, argument, given, f"an empty selection of {what}", "give at least one index, or None for all"
+        )
     out = []
     for item in chosen:
         try:
             out.append(index(item, size, function=function, argument=argument, what=what))
         except InvalidArgument as error:
-            raise InvalidArgument(function, argument, given, f"item {item!r}: " + str(error).split("): ", 1)[1]) from None
+            raise InvalidArgument(
+                function, argument, given, f"item {item!r}: " + str(error).split("): ", 1)[1]
+            ) from None
     return out
 
 
@@ -127,7 +135,9 @@ def layer(model: Any, given: Any, *, function: str, argument: str = "layer") -> 
 
 def layers(model: Any, given: Any, *, function: str, argument: str = "layers", default_all: bool = True) -> list[int]:
     """Block indices of ``model``, in the order given (None: every block)."""
-    return indices(given, model.num_layers, function=function, argument=argument, what="blocks", default_all=default_all)
+    return indices(
+        given, model.num_layers, function=function, argument=argument, what="blocks", default_all=default_all
+    )
 
 
 def heads(model: Any, given: Any, *, function: str, argument: str = "heads") -> list[int]:
@@ -140,7 +150,9 @@ def positions(given: Any, length: int, *, function: str, argument: str = "positi
     return indices(given, length, function=function, argument=argument, what="positions")
 
 
-def prompt_positions(given: Any, lengths: Sequence[int], width: int, *, function: str, argument: str = "positions") -> Tensor:
+def prompt_positions(
+    given: Any, lengths: Sequence[int], width: int, *, function: str, argument: str = "positions"
+) -> Tensor:
     """Positions of each prompt of a left-padded batch as columns of it, ``[prompts, len(positions)]``.
 
     Each prompt's own positions: negative from its last token, non-negative
@@ -149,7 +161,13 @@ def prompt_positions(given: Any, lengths: Sequence[int], width: int, *, function
     """
     shortest = min(lengths)
     given = slice(None) if given is None else given
-    indices(given, shortest, function=function, argument=argument, what=f"positions of the shortest prompt ({shortest} tokens)")
+    indices(
+        given,
+        shortest,
+        function=function,
+        argument=argument,
+        what=f"positions of the shortest prompt ({shortest} tokens)",
+    )
     if isinstance(given, slice):
         negative = any(bound is not None and bound < 0 for bound in (given.start, given.stop))
         signed = list(range(-shortest, 0) if negative else range(shortest))[given]
@@ -219,7 +237,9 @@ class Batch:
 
 def _id(item: Any) -> bool:
     """Whether ``item`` is one token id (an int, or a one-element int tensor: not a row of them)."""
-    return hasattr(item, "__index__") and not isinstance(item, bool) and not (isinstance(item, Tensor) and item.ndim > 0)
+    return (
+        hasattr(item, "__index__") and not isinstance(item, bool) and not (isinstance(item, Tensor) and item.ndim > 0)
+    )
 
 
 def _ids_row(row: Any) -> bool:
@@ -242,7 +262,9 @@ def left_padded(input_ids: Tensor, attention_mask: Tensor, pad_id: int) -> tuple
     return ids, out
 
 
-def prompts(model: Any, given: Any, *, function: str, argument: str = "prompts", attention_mask: Tensor | None = None) -> Batch:
+def prompts(
+    model: Any, given: Any, *, function: str, argument: str = "prompts", attention_mask: Tensor | None = None
+) -> Batch:
     """``given`` as one left-padded ``Batch``: a string, strings, token ids (a tensor, a list of ints, a list of int lists) or an encoding.
 
     An encoding (a mapping with ``input_ids``, such as the tokenizer's output)
@@ -254,7 +276,9 @@ def prompts(model: Any, given: Any, *, function: str, argument: str = "prompts",
     tokenizer = model.tokenizer
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     form = "a string, a list of strings, token ids (a [seq] or [batch, seq] int tensor, a list of ints, a list of int lists) or the tokenizer's encoding"
-    if isinstance(given, Mapping) or hasattr(given, "data") and isinstance(getattr(given, "data", None), Mapping) and "input_ids" in given:
+    if isinstance(given, Mapping) or (
+        hasattr(given, "data") and isinstance(getattr(given, "data", None), Mapping) and "input_ids" in given
+    ):
         if "input_ids" not in given:
             raise InvalidArgument(function, argument, given, f"a mapping without input_ids; expected {form}")
         if attention_mask is None:
@@ -283,7 +307,11 @@ def prompts(model: Any, given: Any, *, function: str, argument: str = "prompts",
     if not all(_ids_row(item) for item in items):
         kinds = ", ".join(sorted({type(item).__name__ for item in items}))
         raise InvalidArgument(
-            function, argument, given, f"a batch mixing {kinds}; expected {form}", "give one kind: strings, or token ids"
+            function,
+            argument,
+            given,
+            f"a batch mixing {kinds}; expected {form}",
+            "give one kind: strings, or token ids",
         )
     width = max(len(item) for item in items)
     ids = torch.full((len(items), width), pad_id, dtype=torch.long)
@@ -318,13 +346,20 @@ def left_padding(model: Any) -> Iterator[None]:
         tokenizer.padding_side = side
 
 
-def _finished(ids: Tensor, mask: Tensor, pad_id: int, texts: list[str] | None, function: str, argument: str, given: Any) -> Batch:
+def _finished(
+    ids: Tensor, mask: Tensor, pad_id: int, texts: list[str] | None, function: str, argument: str, given: Any
+) -> Batch:
     if mask.shape != ids.shape:
         raise InvalidArgument(
-            function, "attention_mask", f"a mask of shape {list(mask.shape)}", f"expected the ids' shape {list(ids.shape)}"
+            function,
+            "attention_mask",
+            f"a mask of shape {list(mask.shape)}",
+            f"expected the ids' shape {list(ids.shape)}",
         )
     if ids.shape[-1] == 0 or not mask.bool().any(-1).all():
-        raise InvalidArgument(function, argument, given, "a prompt with no tokens", "give every prompt at least one token")
+        raise InvalidArgument(
+            function, argument, given, "a prompt with no tokens", "give every prompt at least one token"
+        )
     ids, mask = left_padded(ids, mask, pad_id)
     return Batch(ids, mask, texts)
 

@@ -15,8 +15,9 @@ contribution exactly (``post_norm``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -120,7 +121,9 @@ def neuron_terms(model: Any, index: int, neurons: Tensor, total: Tensor, readout
     mlp = model.layers[index].mlp
     down = mlp.__dict__.get("down_proj")
     if down is None:
-        raise Unavailable(mlp, "down_proj", "no down projection module on this MLP, so its neurons cannot be projected one by one")
+        raise Unavailable(
+            mlp, "down_proj", "no down projection module on this MLP, so its neurons cannot be projected one by one"
+        )
     activations = neurons.float()
     matrix, bias = _matrix(down._module, activations.shape[-1])
     matrix, bias = matrix.to(readout.rows.device), bias.to(readout.rows.device)
@@ -133,7 +136,10 @@ def neuron_terms(model: Any, index: int, neurons: Tensor, total: Tensor, readout
     read_rows = torch.einsum("...h,nh->...n", readout.rows, readout.shape(rows).to(matrix.device))
     per_neuron = (activations * read_rows * scale).movedim(-1, 0)
     down_bias = bias.expand_as(raw) if post is None else post.apply(bias.expand_as(raw))
-    parts, labels = [per_neuron, readout.read(down_bias)[None]], [*(f"layers.{index}.mlp.neurons.{n}" for n in range(matrix.shape[0])), f"layers.{index}.mlp.down_proj.bias"]
+    parts, labels = (
+        [per_neuron, readout.read(down_bias)[None]],
+        [*(f"layers.{index}.mlp.neurons.{n}" for n in range(matrix.shape[0])), f"layers.{index}.mlp.down_proj.bias"],
+    )
     if post is not None:
         parts.append(readout.read(post.bias.expand_as(raw))[None])
         labels.append(post.label)
@@ -153,7 +159,11 @@ def head_terms(model: Any, index: int, heads: Tensor, total: Tensor, readout: Re
     attention = model.layers[index].self_attn
     projection = attention.__dict__.get("o_proj")
     if projection is None:
-        raise Unavailable(attention, "o_proj", "no o_proj module on this attention, so its heads' outputs cannot be projected one by one")
+        raise Unavailable(
+            attention,
+            "o_proj",
+            "no o_proj module on this attention, so its heads' outputs cannot be projected one by one",
+        )
     device = readout.rows.device
     count, width = heads.shape[-2], heads.shape[-1]
     matrix, bias = _matrix(projection._module, count * width)

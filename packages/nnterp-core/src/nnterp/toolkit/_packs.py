@@ -10,13 +10,14 @@ cell's value is what one trace of that cell alone gives.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import nnsight
 
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
-
-import nnsight
 
 from . import _arguments
 from ._arguments import Batch
@@ -54,7 +55,10 @@ def logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int, 
     positions = _arguments.positions(logits_at, seq, function=function, argument="logits_at")
     if len(set(positions)) != len(positions) or positions != sorted(positions):
         raise _arguments.InvalidArgument(
-            function, "logits_at", logits_at, "positions out of order or repeated",
+            function,
+            "logits_at",
+            logits_at,
+            "positions out of order or repeated",
             "give the positions the metric reads, distinct and in order (e.g. [-1], or [3, 7]); they index the metric's logits in that order",
         )
     forward: Any = getattr(model._module, "forward", None)  # an nn.Module's: never None
@@ -69,17 +73,36 @@ def logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int, 
 
 
 def planned(
-    model: Any, prompts: int, seq: int, *, logits_at: Any, cells_per_forward: int | None, memory_budget: int | None, function: str
+    model: Any,
+    prompts: int,
+    seq: int,
+    *,
+    logits_at: Any,
+    cells_per_forward: int | None,
+    memory_budget: int | None,
+    function: str,
 ) -> tuple[dict[str, Any], list[int] | None, Packing]:
     """The packs' forward keyword (``logits_to_keep``), the positions the unpacked runs' metric reads (None: all), and the plan."""
     forward = logits_to_keep(model, logits_at, seq, function)
     at = None if logits_at is None else _arguments.positions(logits_at, seq, function=function, argument="logits_at")
-    packing = plan(model, prompts, seq, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logit_positions=None if at is None else len(at))
+    packing = plan(
+        model,
+        prompts,
+        seq,
+        cells_per_forward=cells_per_forward,
+        memory_budget=memory_budget,
+        logit_positions=None if at is None else len(at),
+    )
     return forward, at, packing
 
 
 def run_metric(
-    model: Any, prompts: dict[str, Tensor], metric: Metric, remote: bool | str, inside: Callable[[], Any] | None = None, at: list[int] | None = None
+    model: Any,
+    prompts: dict[str, Tensor],
+    metric: Metric,
+    remote: bool | str,
+    inside: Callable[[], Any] | None = None,
+    at: list[int] | None = None,
 ) -> tuple[float, list]:
     """One trace of ``prompts``: ``inside()`` first (what it returns, values read in forward order, is kept), then the metric (of the logits at ``at`` only)."""
     saved: list = []
@@ -154,7 +177,13 @@ def run_pack(
 
 
 def measure_packs(
-    values: Tensor, cells: list[tuple], packing: Packing, measure: Callable[[int, list], list[float]], *, desc: str, progress: bool
+    values: Tensor,
+    cells: list[tuple],
+    packing: Packing,
+    measure: Callable[[int, list], list[float]],
+    *,
+    desc: str,
+    progress: bool,
 ) -> int:
     """Fill ``values`` pack by pack; the number of packs.
 

@@ -25,8 +25,9 @@ the block add nothing for that sublayer), an expert its share of
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -37,7 +38,7 @@ from ._packs import Metric, measure_packs, planned, run_metric, run_pack, skippa
 from .cache import cache_values
 from .patching import Sweep
 
-__all__ = ["Ablation", "ablation_sweep", "HOWS", "OVER"]
+__all__ = ["HOWS", "OVER", "Ablation", "ablation_sweep"]
 
 #: how a site's value is replaced
 HOWS = ("zero", "mean", "position_mean", "resample")
@@ -110,21 +111,34 @@ def _width(model: Any, layer: int, kind: str) -> int:
 def _needs(kind: str, how: str) -> tuple[str, ...]:
     """The block-relative values an ablation of ``kind`` by ``how`` reads and writes."""
     if kind == "expert":
-        return ("mlp.expert_weights", "mlp.expert_indices") + (() if how == "zero" else ("mlp.expert_outputs", "mlp.routed_output"))
+        return ("mlp.expert_weights", "mlp.expert_indices") + (
+            () if how == "zero" else ("mlp.expert_outputs", "mlp.routed_output")
+        )
     return (VALUES[kind],)
 
 
-def _checked_sites(model: Any, function: str, heads: Any, neurons: Any, attention: Any, mlp: Any, experts: Any, how: str) -> list[Site]:
+def _checked_sites(
+    model: Any, function: str, heads: Any, neurons: Any, attention: Any, mlp: Any, experts: Any, how: str
+) -> list[Site]:
     """Every site named, checked against the model: layers and indices in range, the values available."""
     sites: list[Site] = []
-    for kind, argument, given in (("head", "heads", heads), ("neuron", "neurons", neurons), ("expert", "experts", experts)):
+    for kind, argument, given in (
+        ("head", "heads", heads),
+        ("neuron", "neurons", neurons),
+        ("expert", "experts", experts),
+    ):
         for layer, columns in _pairs(given, function=function, argument=argument):
             index = _arguments.layer(model, layer, function=function, argument=argument)
             for name in _needs(kind, how):
                 _require(model, index, name)
             what = {"head": "attention heads", "neuron": "neurons", "expert": "experts"}[kind]
             chosen = _arguments.indices(
-                columns, _width(model, index, kind), function=function, argument=argument, what=f"{what} of block {index}", default_all=False
+                columns,
+                _width(model, index, kind),
+                function=function,
+                argument=argument,
+                what=f"{what} of block {index}",
+                default_all=False,
             )
             sites.append(Site(index, kind, tuple(chosen)))
     for kind, argument, given in (("attention", "attention", attention), ("mlp", "mlp", mlp)):
@@ -207,18 +221,37 @@ class Ablation:
         _arguments.outside_trace(function)
         if how not in HOWS:
             raise _arguments.InvalidArgument(function, "how", how, f"expected one of {', '.join(map(repr, HOWS))}")
-        sites = _sites if _sites is not None else _checked_sites(model, function, heads, neurons, attention, mlp, experts, how)
+        sites = (
+            _sites
+            if _sites is not None
+            else _checked_sites(model, function, heads, neurons, attention, mlp, experts, how)
+        )
         if not sites:
             raise _arguments.InvalidArgument(
                 function, "heads", None, "no site to ablate", "give heads=, neurons=, attention=, mlp= or experts="
             )
         if how == "zero" and reference is not None:
-            raise _arguments.InvalidArgument(function, "reference", reference, "how='zero' replaces by zero and reads no reference", "leave reference=None, or pick how='mean' / 'resample'")
+            raise _arguments.InvalidArgument(
+                function,
+                "reference",
+                reference,
+                "how='zero' replaces by zero and reads no reference",
+                "leave reference=None, or pick how='mean' / 'resample'",
+            )
         if how != "zero" and reference is None:
-            raise _arguments.InvalidArgument(function, "reference", None, f"how={how!r} reads its values from a reference run", "give reference= prompts")
+            raise _arguments.InvalidArgument(
+                function,
+                "reference",
+                None,
+                f"how={how!r} reads its values from a reference run",
+                "give reference= prompts",
+            )
         if renormalize and (how != "zero" or any(site.kind != "expert" for site in sites)):
             raise _arguments.InvalidArgument(
-                function, "renormalize", renormalize, "renormalize applies to zeroing experts' routing weights alone",
+                function,
+                "renormalize",
+                renormalize,
+                "renormalize applies to zeroing experts' routing weights alone",
                 "pass renormalize=True only with experts= and how='zero'",
             )
         self.model = model
@@ -238,7 +271,9 @@ class Ablation:
         batch = _arguments.prompts(self.model, reference, function=function, argument="reference")
         if self.how == "position_mean" and len(set(batch.lengths())) != 1:
             raise _arguments.InvalidArgument(
-                function, "reference", f"prompts of {sorted(set(batch.lengths()))} tokens",
+                function,
+                "reference",
+                f"prompts of {sorted(set(batch.lengths()))} tokens",
                 "how='position_mean' averages each position over the reference prompts, so they must all have the same number of tokens",
                 "give prompts of one length, or how='mean' (over every token)",
             )
@@ -252,7 +287,10 @@ class Ablation:
         for site in self.sites:
             found: dict[tuple[int, int | str], Tensor]  # by (layer, expert) or (layer, value name)
             if site.kind == "expert":
-                outputs, indices = cache[f"layers.{site.layer}.mlp.expert_outputs"], cache[f"layers.{site.layer}.mlp.expert_indices"]
+                outputs, indices = (
+                    cache[f"layers.{site.layer}.mlp.expert_outputs"],
+                    cache[f"layers.{site.layer}.mlp.expert_indices"],
+                )
                 found = {(site.layer, expert): _expert_share(outputs, indices, expert) for expert in site.columns}
             else:
                 found = {(site.layer, VALUES[site.kind]): cache[f"layers.{site.layer}.{VALUES[site.kind]}"]}
@@ -302,13 +340,17 @@ class Ablation:
         if self.how != "mean":
             if target.shape[1] != self.width:
                 raise _arguments.InvalidArgument(
-                    "Ablation.apply", "reference", f"a reference of {self.width} positions",
+                    "Ablation.apply",
+                    "reference",
+                    f"a reference of {self.width} positions",
                     f"the run has {target.shape[1]} positions: how={self.how!r} writes the reference's values position by position",
                     "give the run and the reference the same number of tokens",
                 )
             if self.how == "resample" and self.sources not in (1, target.shape[0]):
                 raise _arguments.InvalidArgument(
-                    "Ablation.apply", "reference", f"{self.sources} prompts",
+                    "Ablation.apply",
+                    "reference",
+                    f"{self.sources} prompts",
                     f"the run has {target.shape[0]} prompts: resampling takes one reference prompt for all, or one per prompt",
                     "give one reference prompt, or as many as the run has",
                 )
@@ -341,7 +383,9 @@ class Ablation:
                 kept = before.masked_fill(hit, 0)
                 if self.renormalize:
                     total, left = before.sum(-1, keepdim=True), kept.sum(-1, keepdim=True)
-                    kept = torch.where(left != 0, kept * (total / torch.where(left != 0, left, torch.ones_like(left))), kept)
+                    kept = torch.where(
+                        left != 0, kept * (total / torch.where(left != 0, left, torch.ones_like(left))), kept
+                    )
                 weights[rows] = kept
             mlp.expert_weights = weights
             return
@@ -364,7 +408,9 @@ def _columns(model: Any, over: str, layer: int, indices: Any, group_size: int, f
         return [Site(layer, "attention"), Site(layer, "mlp")]
     kind = {"heads": "head", "neurons": "neuron", "experts": "expert"}[over]
     what = {"head": "attention heads", "neuron": "neurons", "expert": "experts"}[kind]
-    chosen = _arguments.indices(indices, _width(model, layer, kind), function=function, argument="indices", what=f"{what} of block {layer}")
+    chosen = _arguments.indices(
+        indices, _width(model, layer, kind), function=function, argument="indices", what=f"{what} of block {layer}"
+    )
     size = group_size if kind == "neuron" else 1
     return [Site(layer, kind, tuple(chosen[start : start + size])) for start in range(0, len(chosen), size)]
 
@@ -374,19 +420,29 @@ def _label(site: Site) -> str:
         return site.kind
     if len(site.columns) == 1:
         return str(site.columns[0])
-    return f"{site.columns[0]}-{site.columns[-1]}" if list(site.columns) == list(range(site.columns[0], site.columns[-1] + 1)) else ",".join(map(str, site.columns))
+    return (
+        f"{site.columns[0]}-{site.columns[-1]}"
+        if list(site.columns) == list(range(site.columns[0], site.columns[-1] + 1))
+        else ",".join(map(str, site.columns))
+    )
 
 
 def _sweep_layers(model: Any, over: str, layers: Any, how: str, function: str) -> list[int]:
     """The blocks to sweep: those given (each checked), or every block that has the values ``over`` ablates."""
-    needs = ("self_attn.attention_output", "mlp.mlp_output") if over == "sublayers" else _needs({"heads": "head", "neurons": "neuron", "experts": "expert"}[over], how)
+    needs = (
+        ("self_attn.attention_output", "mlp.mlp_output")
+        if over == "sublayers"
+        else _needs({"heads": "head", "neurons": "neuron", "experts": "expert"}[over], how)
+    )
     if layers is not None:
         chosen = _arguments.layers(model, layers, function=function)
         for layer in chosen:
             for name in needs:
                 _require(model, layer, name)
         return chosen
-    chosen = [layer for layer in range(model.num_layers) if all(_available(model, layer, name) is None for name in needs)]
+    chosen = [
+        layer for layer in range(model.num_layers) if all(_available(model, layer, name) is None for name in needs)
+    ]
     if not chosen:
         for name in needs:
             _require(model, 0, name)
@@ -441,46 +497,85 @@ def ablation_sweep(
         raise _arguments.InvalidArgument(function, "over", over, f"expected one of {', '.join(map(repr, OVER))}")
     group_size = _arguments.count(group_size, function=function, argument="group_size")
     if group_size != 1 and over != "neurons":
-        raise _arguments.InvalidArgument(function, "group_size", group_size, "groups are of neurons only", "leave group_size=1")
+        raise _arguments.InvalidArgument(
+            function, "group_size", group_size, "groups are of neurons only", "leave group_size=1"
+        )
     chosen = _sweep_layers(model, over, layers, how, function)
     per_layer = {layer: _columns(model, over, layer, indices, group_size, function) for layer in chosen}
     every = [site for layer in chosen for site in per_layer[layer]]
-    ablation = Ablation(model, how=how, reference=reference, renormalize=renormalize, remote=remote, _sites=every, _function=function)
+    ablation = Ablation(
+        model, how=how, reference=reference, renormalize=renormalize, remote=remote, _sites=every, _function=function
+    )
     seq = batch.input_ids.shape[1]
     if how in ("position_mean", "resample") and ablation.width != seq:
         raise _arguments.InvalidArgument(
-            function, "reference", f"prompts of {ablation.width} positions",
-            f"the prompts have {seq}: how={how!r} writes the reference's values position by position", "give prompts of the same number of tokens",
+            function,
+            "reference",
+            f"prompts of {ablation.width} positions",
+            f"the prompts have {seq}: how={how!r} writes the reference's values position by position",
+            "give prompts of the same number of tokens",
         )
     if how == "resample" and ablation.sources not in (1, len(batch)):
         raise _arguments.InvalidArgument(
-            function, "reference", f"{ablation.sources} prompts", f"{len(batch)} prompts are ablated: give one reference prompt for all, or one per prompt"
+            function,
+            "reference",
+            f"{ablation.sources} prompts",
+            f"{len(batch)} prompts are ablated: give one reference prompt for all, or one per prompt",
         )
     forward, at, packing = planned(
-        model, len(batch), seq, logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
+        model,
+        len(batch),
+        seq,
+        logits_at=logits_at,
+        cells_per_forward=cells_per_forward,
+        memory_budget=memory_budget,
+        function=function,
     )
     width = max(len(columns) for columns in per_layer.values())
     widest = max(per_layer.values(), key=len)
 
     with torch.no_grad():
         skips = sorted(layer for layer in chosen if skippable(model, layer))
-        metric_clean, streams = run_metric(model, batch.inputs, metric, remote, lambda: [model.layers[layer].layer_input.clone() for layer in skips], at)
+        metric_clean, streams = run_metric(
+            model,
+            batch.inputs,
+            metric,
+            remote,
+            lambda: [model.layers[layer].layer_input.clone() for layer in skips],
+            at,
+        )
         metric_all, _ = run_metric(model, batch.inputs, metric, remote, ablation.apply, at)
         entering = dict(zip(skips, streams))
 
         values = torch.full((len(chosen), width), float("nan"), dtype=torch.float32)
-        cells = [(row, layer, (col,), site) for row, layer in enumerate(chosen) for col, site in enumerate(per_layer[layer])]
+        cells = [
+            (row, layer, (col,), site) for row, layer in enumerate(chosen) for col, site in enumerate(per_layer[layer])
+        ]
 
         def measure(layer: int, sites: list[Site]) -> list[float]:
             def edit(rows: list[slice]) -> None:
                 ablation.edit_layer(layer, list(zip(sites, rows)))
 
-            return run_pack(model, batch, len(sites), edit, metric=metric, remote=remote, forward=forward, layer=layer, entering=entering.get(layer))
+            return run_pack(
+                model,
+                batch,
+                len(sites),
+                edit,
+                metric=metric,
+                remote=remote,
+                forward=forward,
+                layer=layer,
+                entering=entering.get(layer),
+            )
 
         forwards = measure_packs(values, cells, packing, measure, desc=f"ablating {over}", progress=progress)
 
     axis = {"heads": "head", "neurons": "neuron", "sublayers": "sublayer", "experts": "expert"}[over]
-    site = {"heads": VALUES["head"], "neurons": VALUES["neuron"], "sublayers": f"{VALUES['attention']}, {VALUES['mlp']}", "experts": VALUES["expert"]}[over]
+    site = {
+        "heads": VALUES["head"],
+        "neurons": VALUES["neuron"],
+        "sublayers": f"{VALUES['attention']}, {VALUES['mlp']}",
+        "experts": VALUES["expert"],
+    }[over]
     labels = {"layer": [str(layer) for layer in chosen], axis: [_label(site) for site in widest]}
     return Sweep(values, ("layer", axis), labels, metric_clean, metric_all, site, forwards=forwards)
-

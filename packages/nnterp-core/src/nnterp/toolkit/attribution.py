@@ -15,8 +15,8 @@ sandwich and rescaling blocks alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -64,7 +64,9 @@ def _need(cache: ValueCache, name: str, names: Sequence[str]) -> Tensor:
     try:
         return cache[name]
     except KeyError:
-        raise KeyError(f"{name} is not in the cache: cache_values(model, prompts, {list(names)!r}) reads what this needs") from None
+        raise KeyError(
+            f"{name} is not in the cache: cache_values(model, prompts, {list(names)!r}) reads what this needs"
+        ) from None
 
 
 def accumulated_resid(cache: ValueCache) -> Tensor:
@@ -104,8 +106,10 @@ def decompose_resid(cache: ValueCache) -> Components:
         terms = cache.contributions.get(index, TWO_CONTRIBUTIONS)
         if not terms:
             raise Unavailable(
-                f"layers[{index}]", "decompose_resid", "the block adds no terms to one stream: it carries several residual "
-                "streams, which follow from their mixing (docs/streams.md), so the final stream is no sum of terms"
+                f"layers[{index}]",
+                "decompose_resid",
+                "the block adds no terms to one stream: it carries several residual "
+                "streams, which follow from their mixing (docs/streams.md), so the final stream is no sum of terms",
             )
         labels += [f"layers.{index}.{term}" for term in terms]
     return Components(torch.stack([_need(cache, label, DECOMPOSE_RESID) for label in labels]), labels)
@@ -129,7 +133,11 @@ def _frozen_norm(envoy: Any, stream: Tensor, where: str) -> tuple[Callable[[Tens
     identity).
     """
     if envoy is None:  # no norm: the stream is read as is
-        return (lambda contribution: contribution.float()), torch.ones(*stream.shape[:-1], 1, device=stream.device), torch.zeros(stream.shape[-1], device=stream.device)
+        return (
+            (lambda contribution: contribution.float()),
+            torch.ones(*stream.shape[:-1], 1, device=stream.device),
+            torch.zeros(stream.shape[-1], device=stream.device),
+        )
     module = envoy._module if hasattr(envoy, "_module") else envoy
     parameter = next(module.parameters(), None)
     device = parameter.device if parameter is not None else stream.device
@@ -264,13 +272,21 @@ def direct_logit_attribution(
     _arguments.loaded(model)
     decomposed = decompose_resid(cache)
     if position is not None:
-        position = _arguments.index(position, decomposed.values.shape[2], function=function, argument="position", what="positions of the cached prompts")
+        position = _arguments.index(
+            position,
+            decomposed.values.shape[2],
+            function=function,
+            argument="position",
+            what="positions of the cached prompts",
+        )
     split_layers = set(_arguments.layers(model, layers, function=function)) if (heads or neurons or experts) else set()
     if neurons and not experts:
         for index in sorted(split_layers):
             if split.is_mixture(model, index):
                 reason = model.support(index).get("mlp.mlp_neurons") or "a mixture of experts"
-                raise Unavailable(model.layers[index].mlp, "mlp_neurons", f"{reason}; pass experts=True to split a mixture per expert")
+                raise Unavailable(
+                    model.layers[index].mlp, "mlp_neurons", f"{reason}; pass experts=True to split a mixture per expert"
+                )
     at = (lambda tensor: tensor) if position is None else (lambda tensor: tensor[:, position])
     last = f"layers.{cache.num_layers - 1}.layer_output"
     final = at(cache[last]) if last in cache else at(decomposed.values.sum(0))
@@ -285,7 +301,9 @@ def direct_logit_attribution(
     ids = _token_ids(model, tokens, tuple(final.shape[:-1])).to(weight.device)
     rows = weight[ids].float()  # [prompts, (seq,) hidden]
     readout = split.Readout(shape, factor, rows)
-    shift = unembedding.bias[ids].float() if unembedding.bias is not None else torch.zeros(ids.shape, device=weight.device)
+    shift = (
+        unembedding.bias[ids].float() if unembedding.bias is not None else torch.zeros(ids.shape, device=weight.device)
+    )
 
     parts, labels = [], []
     for label, value in zip(decomposed.labels, decomposed.values):
@@ -293,7 +311,9 @@ def direct_logit_attribution(
         # the block whose term is split, None where the term is read whole
         split_at = int(layer) if layer.isdigit() and int(layer) in split_layers else None
         if split_at is not None and heads and term == "self_attn.attention_output":
-            outputs = at(_need(cache, f"layers.{split_at}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS)))
+            outputs = at(
+                _need(cache, f"layers.{split_at}.self_attn.attention_head_outputs", (*DECOMPOSE_RESID, *HEAD_OUTPUTS))
+            )
             values, names = split.head_terms(model, split_at, outputs, at(value), readout)
             parts.append(values)
             labels += names
@@ -301,7 +321,13 @@ def direct_logit_attribution(
             needs = (*DECOMPOSE_RESID, *EXPERTS)
             shared = None
             if split.has_shared_expert(model, split_at):
-                shared = at(_need(cache, f"layers.{split_at}.mlp.shared_expert_output", (*needs, "layers.*.mlp.shared_expert_output")))
+                shared = at(
+                    _need(
+                        cache,
+                        f"layers.{split_at}.mlp.shared_expert_output",
+                        (*needs, "layers.*.mlp.shared_expert_output"),
+                    )
+                )
             values, names = split.expert_terms(
                 model, split_at, at(_need(cache, f"layers.{split_at}.mlp.expert_outputs", needs)),
                 at(_need(cache, f"layers.{split_at}.mlp.expert_indices", needs)), shared, at(value), readout,
@@ -352,7 +378,11 @@ def _model_logits(model: Any, final: Tensor, logits: Tensor | None) -> tuple[Ten
     except RuntimeError as error:
         unembedded = error
     if isinstance(unembedded, RuntimeError) or unembedded.shape != logits.shape:
-        raise Unavailable("model", "direct_logit_attribution", "the logits are not lm_head(norm(stream)): the family projects in between")
+        raise Unavailable(
+            "model",
+            "direct_logit_attribution",
+            "the logits are not lm_head(norm(stream)): the family projects in between",
+        )
     climbing = logits.gather(-1, unembedded.argsort(-1)).diff(dim=-1)
     if bool((climbing < -1e-4 * float(logits.abs().max()) - 1e-6).any()):
         raise Unavailable(

@@ -11,18 +11,19 @@ from __future__ import annotations
 import gc
 import math
 import re
-from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import nnsight
+from nnsight.intervention.interleaver import OutOfOrderError
+
 import torch
 from torch import Tensor
-from nnsight.intervention.interleaver import OutOfOrderError
 from tqdm.auto import tqdm
 
-from ..components.standard import Standard
 from ..components.layer import RESIDUAL_TERMS
+from ..components.standard import Standard
 from ..descriptors import declared_values, withdrawals
 from ..errors import InvalidArgument, Unavailable
 from . import _arguments
@@ -273,7 +274,11 @@ def expand_names(
             terms = _block_terms(model, index) if value == CONTRIBUTIONS else (value,)
             if not terms:
                 block = model.layers[index]
-                reason = getattr(type(block), "layer_output_rescaling").reason(block) if hasattr(type(block), "layer_output_rescaling") else None
+                reason = (
+                    type(block).layer_output_rescaling.reason(block)
+                    if hasattr(type(block), "layer_output_rescaling")
+                    else None
+                )
                 raise Unavailable(block, CONTRIBUTIONS, reason or "this block adds no terms to one stream")
             for each in terms:
                 if each not in order:
@@ -424,7 +429,9 @@ def cache_values(
     _check_engine(engine, function)
     names = [names] if isinstance(names, str) else list(names)
     if not names:
-        raise InvalidArgument(function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'")
+        raise InvalidArgument(
+            function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'"
+        )
     if stop_at_layer is not None:
         stop_at_layer = _arguments.layer(model, stop_at_layer, function=function, argument="stop_at_layer")
     max_bytes = _checked_limit(max_bytes, function)
@@ -433,7 +440,10 @@ def cache_values(
     requested, hosts = planned.requested, planned.hosts
     if not requested:
         raise InvalidArgument(
-            function, "names", names, f"no value this checkpoint serves: {_skipped_line(planned.skipped)}",
+            function,
+            "names",
+            names,
+            f"no value this checkpoint serves: {_skipped_line(planned.skipped)}",
             "ask for values it serves (model.support() lists them)",
         )
     if max_bytes is not None:
@@ -467,13 +477,22 @@ def cache_values(
                 break
             if not values:
                 # every batch has the common padded length: one tensor per value, filled batch by batch
-                values = [torch.empty((len(batch), *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device) for tensor in found]
+                values = [
+                    torch.empty((len(batch), *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
+                    for tensor in found
+                ]
             for whole, part in zip(values, found):
                 whole[start : start + part.shape[0]] = part
             del found
     return ValueCache(
-        dict(zip(requested, values)), batch.input_ids, batch.attention_mask, model.num_layers,
-        spellings=planned.spellings, contributions=planned.terms, engine=reader.engine, fallback=reader.fallback,
+        dict(zip(requested, values)),
+        batch.input_ids,
+        batch.attention_mask,
+        model.num_layers,
+        spellings=planned.spellings,
+        contributions=planned.terms,
+        engine=reader.engine,
+        fallback=reader.fallback,
         skipped=planned.skipped,
     )
 
@@ -495,7 +514,9 @@ def estimate_cache(
     _check_dtype(dtype, function)
     names = [names] if isinstance(names, str) else list(names)
     if not names:
-        raise InvalidArgument(function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'")
+        raise InvalidArgument(
+            function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'"
+        )
     batch = _arguments.prompts(model, prompts, function=function)
     return _estimate(model, _planned(model, names), batch, dtype)
 
@@ -539,7 +560,13 @@ def _skipped_line(skipped: dict[str, str]) -> str:
 def _check_dtype(dtype: Any, function: str) -> None:
     """``dtype`` is None or a floating torch dtype (what the values are cast to)."""
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise InvalidArgument(function, "dtype", dtype, "expected a floating torch dtype or None", "pass torch.bfloat16, torch.float16, torch.float32 ... or None")
+        raise InvalidArgument(
+            function,
+            "dtype",
+            dtype,
+            "expected a floating torch dtype or None",
+            "pass torch.bfloat16, torch.float16, torch.float32 ... or None",
+        )
 
 
 def _check_engine(engine: Any, function: str) -> None:
@@ -556,9 +583,27 @@ class BatchReader:
     """
 
     def __init__(
-        self, model: Any, hosts: list, requested: list[str], stop: int | None, device: Any, dtype: Any, remote: Any, engine: str, located: dict | None = None
+        self,
+        model: Any,
+        hosts: list,
+        requested: list[str],
+        stop: int | None,
+        device: Any,
+        dtype: Any,
+        remote: Any,
+        engine: str,
+        located: dict | None = None,
     ) -> None:
-        self._trace = partial(_read_batch, model, hosts=hosts, requested=requested, stop_at_layer=stop, device=device, dtype=dtype, remote=remote)
+        self._trace = partial(
+            _read_batch,
+            model,
+            hosts=hosts,
+            requested=requested,
+            stop_at_layer=stop,
+            device=device,
+            dtype=dtype,
+            remote=remote,
+        )
         self._model, self._device, self._dtype, self._asked = model, device, dtype, engine
         self._boundaries, self._ran = hooks.choose(model, hosts, engine, remote, located)
         #: whether the values need one worker each: found on the first traced batch
@@ -602,7 +647,9 @@ def _out_of_order(error: BaseException) -> bool:
     if isinstance(error, OutOfOrderError):
         return True
     last = str(error).rstrip().splitlines()[-1:] if isinstance(error, RemoteError) else []
-    return bool(last) and last[0].startswith(("nnsight.intervention.interleaver.OutOfOrderError:", "nnterp.errors.OutOfOrder:"))
+    return bool(last) and last[0].startswith(
+        ("nnsight.intervention.interleaver.OutOfOrderError:", "nnterp.errors.OutOfOrder:")
+    )
 
 
 #: where a model keeps ``cache_values``' plans: ``(id(model), root module, withdrawals, {names: _Plan})``
@@ -616,14 +663,16 @@ class _Plan:
     classes, its loaded modules and the proof's refutations, kept per model (``_planned``) so each call does not
     work it out again."""
 
-    __slots__ = ("spellings", "requested", "skipped", "hosts", "served_first", "stop", "terms", "checks", "located")
+    __slots__ = ("checks", "hosts", "located", "requested", "served_first", "skipped", "spellings", "stop", "terms")
 
     def __init__(self, model: Any, names: list[str]) -> None:
         standard = [name if wildcard(name) else standard_name(model, name) for name in names]
         self.spellings = _spellings(model, names)
         #: the values a wildcard stands for that this checkpoint lacks, each with its reason
         self.skipped: dict[str, str] = {}
-        self.requested = expand_names(model, standard, skipped=self.skipped, fresh_calls=True)  # every call is a fresh one
+        self.requested = expand_names(
+            model, standard, skipped=self.skipped, fresh_calls=True
+        )  # every call is a fresh one
         #: the root values served before the blocks run (what ``stop_at_layer`` does not end)
         self.served_first = _root_values(model)[0]
         #: the block each forward may end after, where nothing is read after the blocks
@@ -650,7 +699,9 @@ def _asked_each_call(model: Any, hosts: list[tuple[Any, str]]) -> list[tuple[Any
         block = model.layers[index]
         declared = declared_values(type(block))
         pairs += [(block, declared[term]) for term in RESIDUAL_TERMS if term in declared]
-    return [(host, descriptor, descriptor.reason(host)) for host, descriptor in pairs if callable(descriptor._unavailable)]
+    return [
+        (host, descriptor, descriptor.reason(host)) for host, descriptor in pairs if callable(descriptor._unavailable)
+    ]
 
 
 def _planned(model: Any, names: list[str]) -> _Plan:
@@ -665,7 +716,13 @@ def _planned(model: Any, names: list[str]) -> _Plan:
     memo = model.__dict__.get(_PLANS)
     # the model's id: an edited copy (model.edit()) starts from a copy of its __dict__, and its own root values
     # are read on it, not on the model it was copied from
-    if memo is None or memo[0] != id(model) or memo[1] is not root or memo[2] != withdrawn or len(memo[3]) >= _MOST_PLANS:
+    if (
+        memo is None
+        or memo[0] != id(model)
+        or memo[1] is not root
+        or memo[2] != withdrawn
+        or len(memo[3]) >= _MOST_PLANS
+    ):
         memo = model.__dict__[_PLANS] = (id(model), root, withdrawn, {})
     key = tuple(names)
     kept = memo[3].get(key)

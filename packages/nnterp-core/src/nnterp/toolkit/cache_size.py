@@ -17,7 +17,7 @@ import torch
 
 from .. import layouts
 
-__all__ = ["CacheEstimate", "DEFAULT_MAX_BYTES", "estimated", "readable"]
+__all__ = ["DEFAULT_MAX_BYTES", "CacheEstimate", "estimated", "readable"]
 
 #: the most a ``cache_values`` call holds unless its ``max_bytes=`` says more: 4 GiB
 DEFAULT_MAX_BYTES = 4 * 2**30

@@ -106,13 +106,19 @@ def load_saelens(
     folder = Path(path)
     for name in (CFG_FILENAME, WEIGHTS_FILENAME):
         if not (folder / name).is_file():
-            raise FileNotFoundError(f"{folder} has no {name}: a SAELens folder holds {CFG_FILENAME} and {WEIGHTS_FILENAME}")
+            raise FileNotFoundError(
+                f"{folder} has no {name}: a SAELens folder holds {CFG_FILENAME} and {WEIGHTS_FILENAME}"
+            )
     cfg = json.loads((folder / CFG_FILENAME).read_text())
     weights = load_file(str(folder / WEIGHTS_FILENAME), device=str(device))
-    return from_saelens_cfg(cfg, weights, reads=reads, writes=writes, norm_scaling_factor=norm_scaling_factor, where=str(folder))
+    return from_saelens_cfg(
+        cfg, weights, reads=reads, writes=writes, norm_scaling_factor=norm_scaling_factor, where=str(folder)
+    )
 
 
-def from_saelens_cfg(cfg: dict[str, Any], weights: dict[str, Tensor], *, reads, writes, norm_scaling_factor, where: str) -> Dictionary:
+def from_saelens_cfg(
+    cfg: dict[str, Any], weights: dict[str, Tensor], *, reads, writes, norm_scaling_factor, where: str
+) -> Dictionary:
     """A dictionary from a SAELens cfg and its weights (what ``load_saelens`` read from ``where``)."""
     from .dictionaries import ARCHITECTURES, NORMALIZATIONS
 
@@ -143,7 +149,9 @@ def from_saelens_cfg(cfg: dict[str, Any], weights: dict[str, Tensor], *, reads, 
                 "directory lists it) to fold it into the weights"
             )
     elif norm_scaling_factor is not None:
-        raise refuse(f"norm_scaling_factor is for expected_average_only_in SAEs; this one's normalize_activations is {normalize!r}")
+        raise refuse(
+            f"norm_scaling_factor is for expected_average_only_in SAEs; this one's normalize_activations is {normalize!r}"
+        )
     elif normalize not in NORMALIZATIONS:
         raise refuse(
             f"normalize_activations {normalize!r} is not supported; "
@@ -159,7 +167,9 @@ def from_saelens_cfg(cfg: dict[str, Any], weights: dict[str, Tensor], *, reads, 
     for head in ("hook_head_index", "hook_head_index_out"):
         if metadata.get(head) is not None:
             raise refuse(f"{head} {metadata[head]} makes this an SAE of one attention head, which is not supported")
-    if cfg.get("finetuning_scaling_factor") or ("scaling_factor" in weights and not torch.all(weights["scaling_factor"] == 1)):
+    if cfg.get("finetuning_scaling_factor") or (
+        "scaling_factor" in weights and not torch.all(weights["scaling_factor"] == 1)
+    ):
         raise refuse("a finetuning scaling factor (an older SAELens option) is not supported")
 
     hook_name_out = metadata.pop("hook_name_out", None)
@@ -169,13 +179,19 @@ def from_saelens_cfg(cfg: dict[str, Any], weights: dict[str, Tensor], *, reads, 
     if transcoder:
         writes = writes or hook_name_out
         if not writes:
-            raise refuse(f"a {architecture} writes another value than it reads, and cfg.json names no hook_name_out: pass writes=")
+            raise refuse(
+                f"a {architecture} writes another value than it reads, and cfg.json names no hook_name_out: pass writes="
+            )
     elif writes is not None:
         raise refuse(f"writes= is for transcoders; this folder holds a {architecture} SAE")
 
     if "threshold" not in weights and "log_threshold" in weights:
         weights["threshold"] = weights["log_threshold"].exp()
-    needed = ["W_enc", "W_dec", "b_enc", "b_dec"] + (["threshold"] if activation == "jumprelu" else []) + (["W_skip"] if skip else [])
+    needed = (
+        ["W_enc", "W_dec", "b_enc", "b_dec"]
+        + (["threshold"] if activation == "jumprelu" else [])
+        + (["W_skip"] if skip else [])
+    )
     missing = [name for name in needed if name not in weights]
     if missing:
         raise refuse(f"{WEIGHTS_FILENAME} lacks {', '.join(missing)}, which a {architecture} needs")
@@ -226,12 +242,19 @@ def save_saelens(dictionary: Dictionary, path: str | Path) -> Path:
         cfg["d_out"] = dictionary.d_out
     where = {"hook_name": dictionary.reads} | ({"hook_name_out": dictionary.writes} if dictionary.is_transcoder else {})
     cfg["metadata"] = {**dictionary.metadata, **where, "sae_lens_version": FORMAT_VERSION}
-    tensors = {"W_enc": dictionary.W_enc, "W_dec": dictionary.W_dec, "b_enc": dictionary.b_enc, "b_dec": dictionary.b_dec}
+    tensors = {
+        "W_enc": dictionary.W_enc,
+        "W_dec": dictionary.W_dec,
+        "b_enc": dictionary.b_enc,
+        "b_dec": dictionary.b_dec,
+    }
     if dictionary.threshold is not None:
         tensors["threshold"] = dictionary.threshold
     if dictionary.W_skip is not None:
         tensors["W_skip"] = dictionary.W_skip
-    save_file({name: tensor.detach().cpu().contiguous() for name, tensor in tensors.items()}, str(folder / WEIGHTS_FILENAME))
+    save_file(
+        {name: tensor.detach().cpu().contiguous() for name, tensor in tensors.items()}, str(folder / WEIGHTS_FILENAME)
+    )
     (folder / CFG_FILENAME).write_text(json.dumps(cfg, indent=2))
     return folder
 
@@ -266,7 +289,9 @@ def load_gemma_scope(
     if file.is_dir():
         file = file / GEMMA_SCOPE_FILENAME
     if not file.is_file():
-        raise FileNotFoundError(f"{file} does not exist: give a Gemma Scope {GEMMA_SCOPE_FILENAME}, or the folder holding it")
+        raise FileNotFoundError(
+            f"{file} does not exist: give a Gemma Scope {GEMMA_SCOPE_FILENAME}, or the folder holding it"
+        )
     with np.load(file) as archive:
         # some releases write w_enc / w_dec (SAELens's loader renames them the same way)
         arrays = {("W_" + key[2:] if key.startswith("w_") else key): archive[key] for key in archive.files}
@@ -321,11 +346,21 @@ def load_sparsify(
     if hookpoint is not None and not (folder / CFG_FILENAME).is_file():
         folder = folder / hookpoint
     if not (folder / CFG_FILENAME).is_file():
-        inside = sorted(child.name for child in folder.iterdir() if (child / CFG_FILENAME).is_file()) if folder.is_dir() else []
-        fix = f"pass hookpoint= one of {', '.join(inside)}" if inside else f"give a sparsify hookpoint folder ({CFG_FILENAME}, {SPARSIFY_WEIGHTS})"
+        inside = (
+            sorted(child.name for child in folder.iterdir() if (child / CFG_FILENAME).is_file())
+            if folder.is_dir()
+            else []
+        )
+        fix = (
+            f"pass hookpoint= one of {', '.join(inside)}"
+            if inside
+            else f"give a sparsify hookpoint folder ({CFG_FILENAME}, {SPARSIFY_WEIGHTS})"
+        )
         raise FileNotFoundError(f"{folder} has no {CFG_FILENAME}; {fix}")
     if not (folder / SPARSIFY_WEIGHTS).is_file():
-        raise FileNotFoundError(f"{folder} has no {SPARSIFY_WEIGHTS}: a sparsify hookpoint folder holds {CFG_FILENAME} and {SPARSIFY_WEIGHTS}")
+        raise FileNotFoundError(
+            f"{folder} has no {SPARSIFY_WEIGHTS}: a sparsify hookpoint folder holds {CFG_FILENAME} and {SPARSIFY_WEIGHTS}"
+        )
     where = str(folder)
     cfg = json.loads((folder / CFG_FILENAME).read_text())
     weights = load_file(str(folder / SPARSIFY_WEIGHTS), device=str(device))
@@ -335,25 +370,33 @@ def load_sparsify(
     transcoder = bool(cfg.get("transcode", False))
     skip = bool(cfg.get("skip_connection", False))
     if skip and not transcoder:
-        raise ValueError(f"{where}: a skip connection on an autoencoder (transcode: false) is not supported: it writes x @ W_skip.T into the value it reads")
+        raise ValueError(
+            f"{where}: a skip connection on an autoencoder (transcode: false) is not supported: it writes x @ W_skip.T into the value it reads"
+        )
     needed = ["encoder.weight", "encoder.bias", "W_dec", "b_dec"] + (["W_skip"] if skip else [])
     missing = [name for name in needed if name not in weights]
     if missing:
-        raise ValueError(f"{where}: {SPARSIFY_WEIGHTS} lacks {', '.join(missing)} (it holds {', '.join(sorted(weights))})")
+        raise ValueError(
+            f"{where}: {SPARSIFY_WEIGHTS} lacks {', '.join(missing)} (it holds {', '.join(sorted(weights))})"
+        )
     encoder = weights["encoder.weight"]
     if encoder.ndim != 2:
         raise ValueError(f"{where}: encoder.weight is {_shape(encoder)}, not [num_latents, d_in]")
     d_in, num_latents = cfg.get("d_in"), cfg.get("num_latents") or None
-    if d_in is not None and encoder.shape[1] != d_in or num_latents is not None and encoder.shape[0] != num_latents:
-        raise ValueError(f"{where}: encoder.weight is {_shape(encoder)}, but cfg.json says [num_latents={num_latents}, d_in={d_in}]")
+    if (d_in is not None and encoder.shape[1] != d_in) or (num_latents is not None and encoder.shape[0] != num_latents):
+        raise ValueError(
+            f"{where}: encoder.weight is {_shape(encoder)}, but cfg.json says [num_latents={num_latents}, d_in={d_in}]"
+        )
     if "k" not in cfg:
         raise ValueError(f"{where}: cfg.json gives no k, the number of latents a topk coder keeps")
     name = hookpoint or folder.name
-    if reads is None or transcoder and writes is None:
+    if reads is None or (transcoder and writes is None):
         if model is None:
             raise ValueError(
                 f"{where}: the sites of hookpoint {name!r} are found on the model: pass the model "
-                "(Dictionary.from_sparsify(path, model)), or reads=" + (" and writes=" if transcoder else "") + " as standard names"
+                "(Dictionary.from_sparsify(path, model)), or reads="
+                + (" and writes=" if transcoder else "")
+                + " as standard names"
             )
         found_reads, found_writes = sparsify_sites(model, name, transcoder=transcoder)
         reads = reads or found_reads
@@ -433,4 +476,4 @@ def _at_output(where: hooks.Boundary) -> bool:
 
 def _at_input(where: hooks.Boundary) -> bool:
     """Whether the value is the module's first positional input (what sparsify's transcoders read)."""
-    return where.last == "input" or where.last == "inputs" and _selected(where) == 0
+    return where.last == "input" or (where.last == "inputs" and _selected(where) == 0)

@@ -43,7 +43,7 @@ from ..layouts import BATCH, SEQ
 from . import _arguments
 from .cache import BatchReader, _check_dtype, _check_engine, _host, _layer_of, _root_values, expand_names
 
-__all__ = ["ActivationShards", "extract_values", "load_activations", "DOCUMENT", "POSITION", "TOKEN"]
+__all__ = ["DOCUMENT", "POSITION", "TOKEN", "ActivationShards", "extract_values", "load_activations"]
 
 #: the per-row columns every shard holds beside the values: the text's index in the stream, the token's position in it, its id
 DOCUMENT, POSITION, TOKEN = "document", "position", "token"
@@ -80,7 +80,9 @@ def _read_manifest(directory: Path) -> dict | None:
         return None
     manifest = json.loads(path.read_text())
     if manifest.get("format") != FORMAT:
-        raise ValueError(f"{path} is not an nnterp extraction manifest (format {manifest.get('format')!r}, expected {FORMAT!r})")
+        raise ValueError(
+            f"{path} is not an nnterp extraction manifest (format {manifest.get('format')!r}, expected {FORMAT!r})"
+        )
     return manifest
 
 
@@ -111,9 +113,15 @@ def _texts(texts: Any, column: str) -> Iterator[str | list[int]]:
     another kind when it is reached."""
     if isinstance(texts, str):
         texts = [texts]
-    if isinstance(texts, (Mapping, bytes)) or isinstance(texts, Tensor) and texts.ndim < 2 or not hasattr(texts, "__iter__"):
+    if (
+        isinstance(texts, (Mapping, bytes))
+        or (isinstance(texts, Tensor) and texts.ndim < 2)
+        or not hasattr(texts, "__iter__")
+    ):
         expected = "an iterable of documents (strings, or token id lists), or a Dataset read at column="
-        raise InvalidArgument("extract_values", "texts", texts, expected, "wrap one document in a list: [text] or [ids]")
+        raise InvalidArgument(
+            "extract_values", "texts", texts, expected, "wrap one document in a list: [text] or [ids]"
+        )
     if hasattr(texts, "select_columns") and column in (getattr(texts, "column_names", None) or ()):
         texts = texts.select_columns([column])  # a Dataset: decode only the text column
     return _documents(texts, column)
@@ -123,14 +131,18 @@ def _documents(texts: Iterable, column: str) -> Iterator[str | list[int]]:
     for index, item in enumerate(texts):
         if isinstance(item, Mapping):
             if column not in item:
-                raise KeyError(f"text {index} has no column {column!r} (it has {', '.join(map(str, item))}): pass column=")
+                raise KeyError(
+                    f"text {index} has no column {column!r} (it has {', '.join(map(str, item))}): pass column="
+                )
             item = item[column]
         if isinstance(item, str):
             yield item
             continue
         if isinstance(item, Tensor) and item.ndim == 1 and not item.is_floating_point() and item.dtype != torch.bool:
             item = item.tolist()
-        if isinstance(item, (list, tuple)) and all(hasattr(token, "__index__") and not isinstance(token, bool) for token in item):
+        if isinstance(item, (list, tuple)) and all(
+            hasattr(token, "__index__") and not isinstance(token, bool) for token in item
+        ):
             yield [int(token) for token in item]
             continue
         raise InvalidArgument(
@@ -156,7 +168,11 @@ def _digest(hasher: Any, text: str | list[int]) -> None:
 def _tokenized(model: Any, chunk: list[str | list[int]], max_length: int | None) -> list[list[int]]:
     """Each document's token ids: strings tokenized (with the tokenizer's special tokens), ids as given; cut to ``max_length``."""
     strings = [text for text in chunk if isinstance(text, str)]
-    encoded = iter(model.tokenizer(strings, truncation=max_length is not None, max_length=max_length)["input_ids"] if strings else [])
+    encoded = iter(
+        model.tokenizer(strings, truncation=max_length is not None, max_length=max_length)["input_ids"]
+        if strings
+        else []
+    )
     return [next(encoded) if isinstance(text, str) else text[:max_length] for text in chunk]
 
 
@@ -210,12 +226,18 @@ class _Shards:
 
     def allocate(self, rows: dict[str, Tensor]) -> None:
         """Buffers of one shard's rows, shaped as the first batch's; checked against the manifest's on a continued run."""
-        found = {name: {"dtype": _dtype_name(tensor.dtype), "shape": list(tensor.shape[1:])} for name, tensor in rows.items()}
+        found = {
+            name: {"dtype": _dtype_name(tensor.dtype), "shape": list(tensor.shape[1:])} for name, tensor in rows.items()
+        }
         known = self.manifest.get("columns")
         if known is not None and known != found:
-            raise ValueError(f"{self.directory}: this run's rows are {found}, the shards' {known}; extract into a new directory")
+            raise ValueError(
+                f"{self.directory}: this run's rows are {found}, the shards' {known}; extract into a new directory"
+            )
         self.manifest["columns"] = found
-        self.buffers = {name: torch.empty((self.capacity, *tensor.shape[1:]), dtype=tensor.dtype) for name, tensor in rows.items()}
+        self.buffers = {
+            name: torch.empty((self.capacity, *tensor.shape[1:]), dtype=tensor.dtype) for name, tensor in rows.items()
+        }
 
     def add(self, rows: dict[str, Tensor], start: int, batch: int, digest: str) -> int:
         """Copy rows from ``start`` on until the buffer is full or the rows end, committing a full buffer; returns where it stopped.
@@ -233,7 +255,9 @@ class _Shards:
         self.filled += take
         if self.filled == self.capacity:
             # inside a batch: the digest through the batch too, so that a continued run checks the texts it runs again
-            self.commit((batch, start + take, digest, self.after_batch[2]) if start + take < count else self.after_batch)
+            self.commit(
+                (batch, start + take, digest, self.after_batch[2]) if start + take < count else self.after_batch
+            )
         return start + take
 
     def commit(self, resume: tuple, complete: dict | None = None) -> None:
@@ -256,7 +280,12 @@ class _Shards:
                     "tokens": self.filled,
                     "texts": len(self.documents),
                     "documents": [min(self.documents), max(self.documents)],
-                    "resume": {"batch": resume[0], "row": resume[1], "texts_sha256": resume[2], "batch_sha256": resume[3] if len(resume) > 3 else None},
+                    "resume": {
+                        "batch": resume[0],
+                        "row": resume[1],
+                        "texts_sha256": resume[2],
+                        "batch_sha256": resume[3] if len(resume) > 3 else None,
+                    },
                 }
             )
         if complete is not None:
@@ -284,7 +313,14 @@ def _prepare(directory: Path, settings: dict) -> dict:
                 f"{directory} is not empty and holds no extraction ({', '.join(sorted(others)[:5])}): "
                 "extract into a new or empty directory"
             )
-        manifest = {"format": FORMAT, "settings": settings, "columns": None, "shards": [], "tokens": 0, "complete": False}
+        manifest = {
+            "format": FORMAT,
+            "settings": settings,
+            "columns": None,
+            "shards": [],
+            "tokens": 0,
+            "complete": False,
+        }
     else:
         _check_settings(directory, manifest["settings"], settings)
     listed = {shard["file"] for shard in manifest["shards"]}
@@ -299,7 +335,9 @@ def _prepare(directory: Path, settings: dict) -> dict:
 # -- extracting ----------------------------------------------------------------------
 
 
-def _rows(read: list[Tensor], axes: list[int], names: list[str], batch: dict[str, Tensor], documents: Tensor) -> dict[str, Tensor]:
+def _rows(
+    read: list[Tensor], axes: list[int], names: list[str], batch: dict[str, Tensor], documents: Tensor
+) -> dict[str, Tensor]:
     """A batch's values as rows, one per real token, in (document, position) order, on the CPU, with the row columns."""
     mask = batch["attention_mask"].bool()
     positions = batch["attention_mask"].cumsum(1) - 1
@@ -321,17 +359,25 @@ def _skipped(directory: Path, manifest: dict, stream: Iterator, texts: Any, batc
 
     Returns where the run picks up (the last shard's ``resume``), the hasher and the texts read. Nothing is tokenized.
     """
-    last: dict[str, Any] = manifest["shards"][-1]["resume"] if manifest["shards"] else {"batch": 0, "row": 0, "texts_sha256": None}
+    last: dict[str, Any] = (
+        manifest["shards"][-1]["resume"] if manifest["shards"] else {"batch": 0, "row": 0, "texts_sha256": None}
+    )
     hasher, consumed = hashlib.sha256(), 0
     if manifest["complete"]:
         whole = manifest["texts"]
         # a run before the digest was recorded: its last shard, ended by the stream's end, holds it
-        recorded = manifest.get("texts_sha256") or (last["texts_sha256"] if last["batch"] * batch_size >= whole else None)
+        recorded = manifest.get("texts_sha256") or (
+            last["texts_sha256"] if last["batch"] * batch_size >= whole else None
+        )
         for text in itertools.islice(stream, whole + 1):  # one past the run's end: more texts are other texts too
             _digest(hasher, text)
             consumed += 1
-        if consumed != whole or recorded is not None and hasher.hexdigest() != recorded:
-            these = f"{consumed} texts (sha256 {hasher.hexdigest()[:12]})" if consumed <= whole else f"more than {whole} texts"
+        if consumed != whole or (recorded is not None and hasher.hexdigest() != recorded):
+            these = (
+                f"{consumed} texts (sha256 {hasher.hexdigest()[:12]})"
+                if consumed <= whole
+                else f"more than {whole} texts"
+            )
             raise InvalidArgument(
                 "extract_values",
                 "texts",
@@ -475,7 +521,9 @@ def extract_values(
             documents += batch_index * batch_size
             if len(documents):
                 # left-padded whatever side the tokenizer pads: each row's positions come from its mask
-                batch = _arguments.prompts(model, [row for row in ids if row], function=function, argument="texts").inputs
+                batch = _arguments.prompts(
+                    model, [row for row in ids if row], function=function, argument="texts"
+                ).inputs
                 with _arguments.left_padding(model):
                     read = reader(batch)
                 rows = _rows(read, axes, requested, batch, documents)
@@ -526,7 +574,9 @@ class ActivationShards:
         self.directory = Path(directory)
         manifest = _read_manifest(self.directory)
         if manifest is None:
-            raise FileNotFoundError(f"{self.directory} holds no {MANIFEST}: it is no extraction (extract_values writes one)")
+            raise FileNotFoundError(
+                f"{self.directory} holds no {MANIFEST}: it is no extraction (extract_values writes one)"
+            )
         self.manifest = manifest
 
     @property

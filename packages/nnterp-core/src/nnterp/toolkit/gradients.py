@@ -22,10 +22,12 @@ form (``model.layers[1].layer_output.grad`` outside it raises
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 import nnsight
+
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
@@ -33,8 +35,8 @@ from tqdm.auto import tqdm
 from .._gradients import track
 from ..errors import Unavailable
 from . import _arguments
-from .names import standard_name
 from ._packs import scalar as _scalar
+from .names import standard_name
 from .patching import STREAMS, Metric, Sweep, _check_prompts, _owner
 
 #: the sites attribution patching estimates, by the name ``values=`` takes: the stream points, the contributions, the heads
@@ -60,7 +62,10 @@ def _site(model: Any, name: str, given: Any) -> str:
     if name in SITES.values():
         return name
     raise _arguments.InvalidArgument(
-        "attribution_patching", "values", given, f"{name!r} is none of {sorted(SITES)} (or {sorted(set(SITES.values()) - set(STREAMS))})"
+        "attribution_patching",
+        "values",
+        given,
+        f"{name!r} is none of {sorted(SITES)} (or {sorted(set(SITES.values()) - set(STREAMS))})",
     )
 
 
@@ -75,7 +80,9 @@ def _differentiable(value: Any) -> Tensor:
     return value
 
 
-def _gradients(model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str) -> tuple[float, list[Tensor], list[Tensor]]:
+def _gradients(
+    model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str
+) -> tuple[float, list[Tensor], list[Tensor]]:
     """One trace with its backward: the metric, and ``site``'s value and gradient on each of ``layers``."""
     where, _, name = site.rpartition(".")
     values: list = []
@@ -97,14 +104,17 @@ def _gradients(model: Any, prompts: dict[str, Tensor], metric: Metric, site: str
         gradients.extend(gradient.detach() for gradient in found if gradient is not None)
     if unreached:
         raise Unavailable(
-            model.layers[unreached[0]], site,
+            model.layers[unreached[0]],
+            site,
             "no gradient reaches it on this family: the tensor served is not the one the model computes the logits "
             "from (the kit's gradients_are_derivatives says which values hold); patch it with the activation patching functions",
         )
     return _scalar(metrics[0]), values, gradients
 
 
-def _read(model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str) -> tuple[float, list[Tensor]]:
+def _read(
+    model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str
+) -> tuple[float, list[Tensor]]:
     where, _, name = site.rpartition(".")
     values: list = []
     metrics: list = []
@@ -157,7 +167,9 @@ def attribution_patching(
     clean_batch, corrupted_batch, tokens = _check_prompts(model, clean, corrupted, function)
     names = [values] if isinstance(values, str) else list(values) if isinstance(values, (list, tuple)) else None
     if not names or not all(isinstance(name, str) for name in names):
-        raise _arguments.InvalidArgument(function, "values", values, f"expected a name of {sorted(SITES)} or a list of them")
+        raise _arguments.InvalidArgument(
+            function, "values", values, f"expected a name of {sorted(SITES)} or a list of them"
+        )
     sites = {name: _site(model, name, values) for name in names}
     chosen = _arguments.layers(model, layers, function=function)
     columns = _arguments.positions(positions, len(tokens), function=function)
@@ -165,12 +177,20 @@ def attribution_patching(
     sweeps = {}
     for name, site in tqdm(sites.items(), desc="attribution patching", disable=not progress or len(sites) == 1):
         metric_clean, clean_values = _read(model, clean_batch.inputs, metric, site, order, remote)
-        metric_corrupted, corrupted_values, gradients = _gradients(model, corrupted_batch.inputs, metric, site, order, remote)
+        metric_corrupted, corrupted_values, gradients = _gradients(
+            model, corrupted_batch.inputs, metric, site, order, remote
+        )
         per_layer = {}
         for layer, source, base, gradient in zip(order, clean_values, corrupted_values, gradients):
-            product = ((source.to(base.device).float() - base.float()) * gradient.float()).sum(0)  # [seq, ...]: over the batch
+            product = ((source.to(base.device).float() - base.float()) * gradient.float()).sum(
+                0
+            )  # [seq, ...]: over the batch
             # heads: patched at the chosen positions only, so their terms summed there; the stream: one cell per position
-            per_layer[layer] = product[sorted(set(columns))].flatten(2).sum(-1).sum(0) if site == HEADS else product.flatten(1).sum(-1)[columns]
+            per_layer[layer] = (
+                product[sorted(set(columns))].flatten(2).sum(-1).sum(0)
+                if site == HEADS
+                else product.flatten(1).sum(-1)[columns]
+            )
         if site == HEADS:
             width = max(len(cells) for cells in per_layer.values())
             labels = [str(head) for head in range(width)]
@@ -181,7 +201,14 @@ def attribution_patching(
         for row, layer in enumerate(chosen):
             cells = per_layer[layer].cpu()
             grid[row, : len(cells)] = metric_corrupted + cells
-        sweeps[name] = Sweep(grid, ("layer", axis), {"layer": [str(layer) for layer in chosen], axis: labels}, metric_clean, metric_corrupted, site)
+        sweeps[name] = Sweep(
+            grid,
+            ("layer", axis),
+            {"layer": [str(layer) for layer in chosen], axis: labels},
+            metric_clean,
+            metric_corrupted,
+            site,
+        )
     return sweeps[names[0]] if isinstance(values, str) else sweeps
 
 
@@ -219,11 +246,15 @@ def _split(model: Any, value: str) -> tuple[int, str]:
     function = "integrated_gradients"
     parts = value.split(".") if isinstance(value, str) else []
     if len(parts) < 3 or parts[0] != "layers" or not parts[1].lstrip("-").isdigit():
-        raise _arguments.InvalidArgument(function, "value", value, "expected a block value as 'layers.<index>.<name>' (e.g. 'layers.1.layer_output')")
+        raise _arguments.InvalidArgument(
+            function, "value", value, "expected a block value as 'layers.<index>.<name>' (e.g. 'layers.1.layer_output')"
+        )
     try:
         layer = _arguments.layer(model, int(parts[1]), function=function, argument="value")
     except _arguments.InvalidArgument as error:
-        raise _arguments.InvalidArgument(function, "value", value, f"block {parts[1]}: " + str(error).split("): ", 1)[1]) from None
+        raise _arguments.InvalidArgument(
+            function, "value", value, f"block {parts[1]}: " + str(error).split("): ", 1)[1]
+        ) from None
     return layer, ".".join(parts[2:])
 
 
@@ -255,14 +286,18 @@ def integrated_gradients(
     steps = _arguments.count(steps, function=function, argument="steps")
     layer, name = _split(model, value)
     where, _, attribute = name.rpartition(".")
-    if baseline is None or isinstance(baseline, Tensor) and baseline.is_floating_point():
+    if baseline is None or (isinstance(baseline, Tensor) and baseline.is_floating_point()):
         batch = _arguments.prompts(model, prompts, function=function)
     else:  # prompts (strings or ids) whose own value is the baseline
         batch, against, _ = _check_prompts(model, prompts, baseline, function)
         _, (baseline,) = _read(model, against.inputs, lambda logits: 0.0, name, [layer], remote)
     inputs = batch.inputs
     metric_value, (reached,) = _read(model, inputs, metric, name, [layer], remote)
-    start = torch.zeros_like(reached) if baseline is None else torch.as_tensor(baseline).to(reached.device, reached.dtype).expand_as(reached)
+    start = (
+        torch.zeros_like(reached)
+        if baseline is None
+        else torch.as_tensor(baseline).to(reached.device, reached.dtype).expand_as(reached)
+    )
     path = reached - start
 
     def at(alpha: float, gradient: bool) -> tuple[float, Tensor | None]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
@@ -25,13 +26,13 @@ from . import _arguments
 from . import _hooks as hooks
 
 __all__ = [
-    "logit_lens",
-    "patchscope_lens",
-    "patchscope_generate",
-    "next_token_probs",
-    "topk_closest_tokens",
     "Prompt",
+    "logit_lens",
+    "next_token_probs",
+    "patchscope_generate",
+    "patchscope_lens",
     "run_prompts",
+    "topk_closest_tokens",
 ]
 
 Positions = int | Sequence[int] | slice | Tensor | None
@@ -52,7 +53,9 @@ OUTPUTS = ("probs", "logits")
 
 def _output(output: Any, function: str) -> str:
     if output not in OUTPUTS:
-        raise _arguments.InvalidArgument(function, "output", output, "expected 'probs' (softmax, float32) or 'logits' (project_on_vocab, float32)")
+        raise _arguments.InvalidArgument(
+            function, "output", output, "expected 'probs' (softmax, float32) or 'logits' (project_on_vocab, float32)"
+        )
     return output
 
 
@@ -113,7 +116,17 @@ def logit_lens(
     values bit for bit (``nnterp.toolkit._hooks``). ``engine="nnsight"``
     forces the trace, ``engine="hooks"`` refuses a model it does not fit.
     """
-    return _lens(model, prompts, "logit_lens", output=output, embeddings=embeddings, inverse=inverse, positions=positions, remote=remote, engine=engine)
+    return _lens(
+        model,
+        prompts,
+        "logit_lens",
+        output=output,
+        embeddings=embeddings,
+        inverse=inverse,
+        positions=positions,
+        remote=remote,
+        engine=engine,
+    )
 
 
 def _lens(
@@ -133,11 +146,18 @@ def _lens(
     _arguments.outside_trace(function)
     output = _output(output, function)
     if not isinstance(embeddings, bool):
-        raise _arguments.InvalidArgument(function, "embeddings", embeddings, "expected True (a first row, the lens on layers[0].layer_input) or False")
+        raise _arguments.InvalidArgument(
+            function,
+            "embeddings",
+            embeddings,
+            "expected True (a first row, the lens on layers[0].layer_input) or False",
+        )
     batch = _arguments.prompts(model, prompts, function=function)
     # an int keeps its axis until the projection, so the stream keeps its layout (several streams included)
     width = batch.input_ids.shape[1]
-    chosen = None if positions is None else _arguments.prompt_positions(positions, batch.lengths(), width, function=function)
+    chosen = (
+        None if positions is None else _arguments.prompt_positions(positions, batch.lengths(), width, function=function)
+    )
     finish = _probs if output == "probs" else lambda logits: logits.float().detach().cpu()
     rows: list[Tensor] = []
     inverse_rows: list[Tensor] = []
@@ -173,11 +193,19 @@ def _plain_projection(model: Any) -> bool:
     from .. import logits
 
     chosen = model.family.project_on_vocab
-    plain = (logits.unembed, logits.softcapped, logits.times_logit_scale, logits.divided_by_logits_scaling, logits.times_logits_scaling)
+    plain = (
+        logits.unembed,
+        logits.softcapped,
+        logits.times_logit_scale,
+        logits.divided_by_logits_scaling,
+        logits.times_logits_scaling,
+    )
     return chosen is None or chosen in plain
 
 
-def _streams_on_hooks(model: Any, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool = False) -> list[Tensor] | None:
+def _streams_on_hooks(
+    model: Any, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool = False
+) -> list[Tensor] | None:
     """Every block's ``layer_output`` (after block 0's ``layer_input`` with ``embeddings``) off forward hooks, or None where the lens must trace (``engine`` allowing)."""
     hosts = [(model.layers[0], "layer_input")] if embeddings else []
     hosts += [(layer, "layer_output") for layer in model.layers]
@@ -235,7 +263,9 @@ def _batch(model: Any, prompts: Any, function: str, argument: str = "prompts") -
     return _arguments.prompts(model, prompts, function=function, argument=argument)
 
 
-def _next_token_probs(model: Any, batch: _arguments.Batch, edit: Callable[[Any], Any] | None, remote: bool | str) -> Tensor:
+def _next_token_probs(
+    model: Any, batch: _arguments.Batch, edit: Callable[[Any], Any] | None, remote: bool | str
+) -> Tensor:
     out: list[Tensor] = []
     with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
         nnsight.save(out)
@@ -249,22 +279,31 @@ def _from_end(sources: _arguments.Batch, positions: Any, function: str) -> Tenso
     """Each source's position, one int for all or one per source, counted in its own tokens and returned from the end (so it holds in the left-padded batch)."""
     lengths = sources.lengths()
     given = positions
-    if isinstance(positions, Tensor) and positions.ndim == 0 or not isinstance(positions, Tensor) and hasattr(positions, "__index__"):
+    if (isinstance(positions, Tensor) and positions.ndim == 0) or (
+        not isinstance(positions, Tensor) and hasattr(positions, "__index__")
+    ):
         positions = [positions] * len(lengths)
     positions = positions.tolist() if isinstance(positions, Tensor) else positions
     if isinstance(positions, (str, bytes)) or not isinstance(positions, Sequence) or len(positions) != len(lengths):
         raise _arguments.InvalidArgument(
-            function, "positions", given, f"expected one int for every source, or a list of one per source ({len(lengths)})"
+            function,
+            "positions",
+            given,
+            f"expected one int for every source, or a list of one per source ({len(lengths)})",
         )
     counted = []
     for row, (position, length) in enumerate(zip(positions, lengths)):
-        at = _arguments.index(position, length, function=function, argument=f"positions[{row}]", what=f"tokens of source {row}")
+        at = _arguments.index(
+            position, length, function=function, argument=f"positions[{row}]", what=f"tokens of source {row}"
+        )
         counted.append(at - length)
     return torch.tensor(counted)
 
 
 @torch.no_grad()
-def _source_states(model: Any, sources: _arguments.Batch, from_end: Tensor, layers: list[int], remote: bool | str) -> Tensor:
+def _source_states(
+    model: Any, sources: _arguments.Batch, from_end: Tensor, layers: list[int], remote: bool | str
+) -> Tensor:
     """``layer_output`` of each source prompt at its position, ``[num_sources, len(layers), hidden_size]``."""
     rows = torch.arange(len(sources))
     states: dict[int, Tensor] = {}
@@ -275,15 +314,32 @@ def _source_states(model: Any, sources: _arguments.Batch, from_end: Tensor, laye
     return torch.stack([states[layer] for layer in layers], dim=1)
 
 
-def _patchscope(model: Any, function: str, source_prompts: Any, target_prompt: Any, positions: Any, layers: Any, target_position: Any, remote: bool | str):
+def _patchscope(
+    model: Any,
+    function: str,
+    source_prompts: Any,
+    target_prompt: Any,
+    positions: Any,
+    layers: Any,
+    target_position: Any,
+    remote: bool | str,
+):
     """Everything both patchscopes check before the model runs, then the sources' states: ``(layers, target batch, target position, states)``."""
     sources = _batch(model, source_prompts, function, "source_prompts")
     target = _arguments.prompts(model, target_prompt, function=function, argument="target_prompt")
     if len(target) != 1:
-        raise _arguments.InvalidArgument(function, "target_prompt", target_prompt, f"{len(target)} prompts", "give one target prompt")
+        raise _arguments.InvalidArgument(
+            function, "target_prompt", target_prompt, f"{len(target)} prompts", "give one target prompt"
+        )
     chosen = _arguments.layers(model, layers, function=function)
     from_end = _from_end(sources, positions, function)
-    at = _arguments.index(target_position, target.input_ids.shape[1], function=function, argument="target_position", what="tokens of the target")
+    at = _arguments.index(
+        target_position,
+        target.input_ids.shape[1],
+        function=function,
+        argument="target_position",
+        what="tokens of the target",
+    )
     batch = _arguments.Batch(target.input_ids.repeat(len(sources), 1), target.attention_mask.repeat(len(sources), 1))
     return chosen, batch, at, _source_states(model, sources, from_end, chosen, remote)
 
@@ -314,7 +370,9 @@ def patchscope_lens(
     the last layer with ``target_position=-1`` the result is the source's own
     lens at that position.
     """
-    chosen, target, at, states = _patchscope(model, "patchscope_lens", source_prompts, target_prompt, positions, layers, target_position, remote)
+    chosen, target, at, states = _patchscope(
+        model, "patchscope_lens", source_prompts, target_prompt, positions, layers, target_position, remote
+    )
     out: list[Tensor] = []
     for j, layer in enumerate(tqdm(chosen, desc="patchscope", disable=not progress)):
         with _arguments.left_padding(model), model.trace(target.inputs, remote=remote):
@@ -352,13 +410,18 @@ def patchscope_generate(
     """
     function = "patchscope_generate"
     max_new_tokens = _arguments.count(max_new_tokens, function=function, argument="max_new_tokens")
-    chosen, target, at, states = _patchscope(model, function, source_prompts, target_prompt, positions, layers, target_position, remote)
+    chosen, target, at, states = _patchscope(
+        model, function, source_prompts, target_prompt, positions, layers, target_position, remote
+    )
     generate_kwargs.setdefault("do_sample", False)
     prompt_length = target.input_ids.shape[1]
     result: dict[int, Tensor] = {}
     for j, layer in enumerate(tqdm(chosen, desc="patchscope", disable=not progress)):
         ids: list[Tensor] = []
-        with _arguments.left_padding(model), model.generate(target.inputs, max_new_tokens=max_new_tokens, remote=remote, **generate_kwargs) as tracer:
+        with (
+            _arguments.left_padding(model),
+            model.generate(target.inputs, max_new_tokens=max_new_tokens, remote=remote, **generate_kwargs) as tracer,
+        ):
             nnsight.save(ids)
             hidden = model.layers[layer].layer_output
             hidden[:, at] = states[:, j].to(device=hidden.device, dtype=hidden.dtype)
@@ -389,7 +452,13 @@ def topk_closest_tokens(model: Any, vector: Tensor, k: int = 5, *, using: str = 
     vector = _arguments.vector(vector, weight.shape[-1], function=function, argument="vector")
     k = _arguments.count(k, function=function, argument="k")
     if k > weight.shape[0]:
-        raise _arguments.InvalidArgument(function, "k", k, f"more tokens than the {weight.shape[0]} rows of the {using}", f"give k <= {weight.shape[0]}")
+        raise _arguments.InvalidArgument(
+            function,
+            "k",
+            k,
+            f"more tokens than the {weight.shape[0]} rows of the {using}",
+            f"give k <= {weight.shape[0]}",
+        )
     weight = weight.detach().float()
     vector = vector.detach().to(device=weight.device, dtype=torch.float32)
     similarity = torch.nn.functional.normalize(vector, dim=-1) @ torch.nn.functional.normalize(weight, dim=-1).T
@@ -483,10 +552,21 @@ def run_prompts(
     prompts = [prompts] if isinstance(prompts, Prompt) else list(prompts)
     if not prompts or not all(isinstance(prompt, Prompt) for prompt in prompts):
         kinds = sorted({type(prompt).__name__ for prompt in prompts}) or ["nothing"]
-        raise _arguments.InvalidArgument(function, "prompts", prompts, f"a list of {', '.join(kinds)}; expected a list of Prompt", "build them with Prompt.from_strings")
-    batches = [_arguments.prompts(model, [prompt.text for prompt in prompts[start : start + batch_size]], function=function) for start in range(0, len(prompts), batch_size)]
+        raise _arguments.InvalidArgument(
+            function,
+            "prompts",
+            prompts,
+            f"a list of {', '.join(kinds)}; expected a list of Prompt",
+            "build them with Prompt.from_strings",
+        )
+    batches = [
+        _arguments.prompts(model, [prompt.text for prompt in prompts[start : start + batch_size]], function=function)
+        for start in range(0, len(prompts), batch_size)
+    ]
     results: list[dict[str, float]] = []
-    for start, ids in zip(tqdm(range(0, len(prompts), batch_size), desc="prompts", disable=not progress or len(batches) < 2), batches):
+    for start, ids in zip(
+        tqdm(range(0, len(prompts), batch_size), desc="prompts", disable=not progress or len(batches) < 2), batches
+    ):
         batch = prompts[start : start + batch_size]
         probs = _next_token_probs(model, ids, edit, remote)
         results.extend(prompt.target_probs(row) for prompt, row in zip(batch, probs))

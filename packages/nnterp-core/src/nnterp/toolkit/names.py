@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from torch import Tensor
 
@@ -65,7 +66,10 @@ def _config(model: Any) -> Any:
 
 def _rotary(model: Any, layer: int) -> bool:
     config = _config(model)
-    return any(getattr(config, name, None) for name in ("rope_parameters", "rope_theta", "rotary_dim", "rotary_pct", "rotary_emb_base"))
+    return any(
+        getattr(config, name, None)
+        for name in ("rope_parameters", "rope_theta", "rotary_dim", "rotary_pct", "rotary_emb_base")
+    )
 
 
 def _parallel(model: Any, layer: int) -> bool:
@@ -100,7 +104,9 @@ def _multi_stream(model: Any, layer: int) -> bool:
     return value is not None and STREAMS in (value.dims or ())
 
 
-MULTI_STREAM = Condition("on a block that carries several residual streams per token (hyper-connections, AltUp)", _multi_stream)
+MULTI_STREAM = Condition(
+    "on a block that carries several residual streams per token (hyper-connections, AltUp)", _multi_stream
+)
 #: why a stream hook has no standard value on a multi-stream block
 _STREAMS_WHY = (
     "TransformerLens's hook is one stream, `[batch, pos, d_model]`, and this block's {value} is several, "
@@ -182,7 +188,9 @@ _PER_HEAD_INPUT = (
 
 #: each TransformerLens hook, block hooks first in the order the forward reaches them, then the model's
 HOOKS: tuple[Hook, ...] = (
-    Hook("hook_resid_pre", "the residual stream entering the block", "layer_input", unless=(_one_stream("layer_input"),)),
+    Hook(
+        "hook_resid_pre", "the residual stream entering the block", "layer_input", unless=(_one_stream("layer_input"),)
+    ),
     Hook("ln1.hook_scale", "the attention's pre-norm divisor", None, why=_SCALE),
     Hook(
         "ln1.hook_normalized",
@@ -191,10 +199,34 @@ HOOKS: tuple[Hook, ...] = (
         why=_NORMALIZED.format(value="`attention_norm_output`"),
         nearest="attention_norm_output",
     ),
-    Hook("hook_attn_in", "the attention's input per head", None, why=_PER_HEAD_INPUT.format(flag="use_attn_in"), nearest="layer_input"),
-    Hook("hook_q_input", "the queries' input per head", None, why=_PER_HEAD_INPUT.format(flag="use_split_qkv_input"), nearest="layer_input"),
-    Hook("hook_k_input", "the keys' input per head", None, why=_PER_HEAD_INPUT.format(flag="use_split_qkv_input"), nearest="layer_input"),
-    Hook("hook_v_input", "the values' input per head", None, why=_PER_HEAD_INPUT.format(flag="use_split_qkv_input"), nearest="layer_input"),
+    Hook(
+        "hook_attn_in",
+        "the attention's input per head",
+        None,
+        why=_PER_HEAD_INPUT.format(flag="use_attn_in"),
+        nearest="layer_input",
+    ),
+    Hook(
+        "hook_q_input",
+        "the queries' input per head",
+        None,
+        why=_PER_HEAD_INPUT.format(flag="use_split_qkv_input"),
+        nearest="layer_input",
+    ),
+    Hook(
+        "hook_k_input",
+        "the keys' input per head",
+        None,
+        why=_PER_HEAD_INPUT.format(flag="use_split_qkv_input"),
+        nearest="layer_input",
+    ),
+    Hook(
+        "hook_v_input",
+        "the values' input per head",
+        None,
+        why=_PER_HEAD_INPUT.format(flag="use_split_qkv_input"),
+        nearest="layer_input",
+    ),
     Hook(
         "attn.hook_q",
         "the queries, as the query projection gives them",
@@ -240,7 +272,10 @@ HOOKS: tuple[Hook, ...] = (
                 absent=True,
             ),
             Unless(
-                NO_ROTARY, None, "TransformerLens serves no `hook_rot_q` without a rotary embedding; `attn.hook_q` holds the queries", absent=True
+                NO_ROTARY,
+                None,
+                "TransformerLens serves no `hook_rot_q` without a rotary embedding; `attn.hook_q` holds the queries",
+                absent=True,
             ),
         ),
     ),
@@ -257,7 +292,10 @@ HOOKS: tuple[Hook, ...] = (
                 absent=True,
             ),
             Unless(
-                NO_ROTARY, None, "TransformerLens serves no `hook_rot_k` without a rotary embedding; `attn.hook_k` holds the keys", absent=True
+                NO_ROTARY,
+                None,
+                "TransformerLens serves no `hook_rot_k` without a rotary embedding; `attn.hook_k` holds the keys",
+                absent=True,
             ),
         ),
     ),
@@ -347,7 +385,12 @@ HOOKS: tuple[Hook, ...] = (
         nearest="mlp.mlp_output",
     ),
     Hook("hook_mlp_out", "what the MLP adds to the stream (after any post-norm)", "mlp.mlp_output"),
-    Hook("hook_resid_post", "the residual stream leaving the block", "layer_output", unless=(_one_stream("layer_output"),)),
+    Hook(
+        "hook_resid_post",
+        "the residual stream leaving the block",
+        "layer_output",
+        unless=(_one_stream("layer_output"),),
+    ),
     Hook(
         "hook_embed",
         "the token embeddings",
@@ -462,7 +505,7 @@ def transformer_lens_name(model: Any, name: str) -> str:
     name passes through. Raises ``KeyError`` where no hook holds the value.
     """
     match = _BLOCK_NAME.match(name)
-    if match is not None and match.group(1) == "blocks" or name in _BY_NAME:
+    if (match is not None and match.group(1) == "blocks") or name in _BY_NAME:
         standard_name(model, name)  # checks it
         return name
     if not _is_standard(model, name):
@@ -481,7 +524,9 @@ def transformer_lens_name(model: Any, name: str) -> str:
                 return prefix + hook.name
             if not hook.in_block and hook.on(model)[0] == name:
                 return hook.name
-    raise KeyError(f"no TransformerLens hook holds {name!r} on {model._module.config.model_type} (docs/transformer-lens.md)")
+    raise KeyError(
+        f"no TransformerLens hook holds {name!r} on {model._module.config.model_type} (docs/transformer-lens.md)"
+    )
 
 
 def hook_of(name: str) -> Hook | None:
@@ -548,7 +593,9 @@ def _unknown_message(model: Any, name: str) -> str:
     match = _BLOCK_NAME.match(name)
     where, rest = (match.group(2), match.group(3)) if match is not None else (None, name)
     hooks = [hook.spelled.replace("{i}", where) if hook.in_block and where else hook.name for hook in HOOKS]
-    values = _root_names(model) + [f"layers.{where}.{value}" if where else value for value in sorted(_block_values(model, [0]))]
+    values = _root_names(model) + [
+        f"layers.{where}.{value}" if where else value for value in sorted(_block_values(model, [0]))
+    ]
     near_hooks = difflib.get_close_matches(name, hooks, n=3, cutoff=0.5)
     near_values = difflib.get_close_matches(name, values, n=3, cutoff=0.5)
     return (

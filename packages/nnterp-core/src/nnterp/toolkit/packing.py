@@ -33,13 +33,18 @@ def _config_size(config: Any, *names: str) -> int | None:
         try:
             value = getattr(config, name, None)
         except Exception:  # a size that varies by layer (transformers' per-layer configs) refuses a global read
-            value = max((getattr(layer, name, 0) or 0 for layer in getattr(config, "per_layer_config", None) or ()), default=None)
+            value = max(
+                (getattr(layer, name, 0) or 0 for layer in getattr(config, "per_layer_config", None) or ()),
+                default=None,
+            )
         if isinstance(value, int) and value > 0:
             return value
     return None
 
 
-def estimate_row_bytes(model: Any, seq: int, dtype: torch.dtype | None = None, logit_positions: int | None = None) -> int:
+def estimate_row_bytes(
+    model: Any, seq: int, dtype: torch.dtype | None = None, logit_positions: int | None = None
+) -> int:
     """An upper estimate of what one prompt of ``seq`` tokens holds at once in a forward without gradients, in bytes.
 
     The logits (at ``logit_positions`` positions where the forward computes
@@ -60,11 +65,7 @@ def estimate_row_bytes(model: Any, seq: int, dtype: torch.dtype | None = None, l
     intermediate = max(intermediate, experts_per_token * expert_width)
     itemsize = (dtype or model.dtype).itemsize
     logits = 2 * model.vocab_size * (seq if logit_positions is None else logit_positions)
-    per_token = (
-        model.num_layers * 2 * hidden
-        + 4 * hidden
-        + max(3 * hidden + 2 * heads * seq, 3 * intermediate)
-    )
+    per_token = model.num_layers * 2 * hidden + 4 * hidden + max(3 * hidden + 2 * heads * seq, 3 * intermediate)
     return int((per_token * seq + logits) * itemsize)
 
 
@@ -106,7 +107,13 @@ class Packing:
 
 
 def plan(
-    model: Any, prompts: int, seq: int, *, cells_per_forward: int | None, memory_budget: int | None, logit_positions: int | None = None
+    model: Any,
+    prompts: int,
+    seq: int,
+    *,
+    cells_per_forward: int | None,
+    memory_budget: int | None,
+    logit_positions: int | None = None,
 ) -> Packing:
     """How many cells one forward carries, for a batch of ``prompts`` prompts of ``seq`` tokens; refuses what cannot fit.
 
@@ -114,10 +121,18 @@ def plan(
     None takes the most the budget holds. ``memory_budget`` is in bytes; None
     takes ``default_budget(model)``.
     """
-    if cells_per_forward is not None and (isinstance(cells_per_forward, bool) or not isinstance(cells_per_forward, int) or cells_per_forward < 1):
-        raise ValueError(f"cells_per_forward must be a positive int (or None to fit the memory budget), not {cells_per_forward!r}")
-    if memory_budget is not None and (isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 1):
-        raise ValueError(f"memory_budget is a number of bytes (e.g. 4 * 2**30 for 4 GiB), or None for the default, not {memory_budget!r}")
+    if cells_per_forward is not None and (
+        isinstance(cells_per_forward, bool) or not isinstance(cells_per_forward, int) or cells_per_forward < 1
+    ):
+        raise ValueError(
+            f"cells_per_forward must be a positive int (or None to fit the memory budget), not {cells_per_forward!r}"
+        )
+    if memory_budget is not None and (
+        isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 1
+    ):
+        raise ValueError(
+            f"memory_budget is a number of bytes (e.g. 4 * 2**30 for 4 GiB), or None for the default, not {memory_budget!r}"
+        )
     budget = default_budget(model) if memory_budget is None else memory_budget
     cell_bytes = estimate_row_bytes(model, seq, logit_positions=logit_positions) * prompts
     fits = budget // cell_bytes

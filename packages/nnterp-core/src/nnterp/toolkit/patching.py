@@ -21,8 +21,9 @@ kit passes; a value a family lacks raises its ``Unavailable``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -92,16 +93,22 @@ class Sweep:
         ``labels[axis][index]``), negative from the end. One axis at a time.
         """
         if len(index) != 1:
-            raise ValueError(f"select one axis at a time, by name, e.g. select({self.axes[-1]}=0); got {sorted(index) or 'none'}")
-        (axis, at), = index.items()
+            raise ValueError(
+                f"select one axis at a time, by name, e.g. select({self.axes[-1]}=0); got {sorted(index) or 'none'}"
+            )
+        ((axis, at),) = index.items()
         if axis not in self.axes:
             raise ValueError(f"the sweep has no axis {axis!r}: its axes are {self.axes}")
         dim = self.axes.index(axis)
         size = self.values.shape[dim]
         if isinstance(at, bool) or not isinstance(at, int) or not -size <= at < size:
-            raise ValueError(f"select({axis}={at!r}): the {axis} axis has {size} entries, {self.labels[axis]}; give an int index in range")
+            raise ValueError(
+                f"select({axis}={at!r}): the {axis} axis has {size} entries, {self.labels[axis]}; give an int index in range"
+            )
         labels = {name: list(ticks) for name, ticks in self.labels.items() if name != axis}
-        return replace(self, values=self.values.select(dim, at), axes=tuple(a for a in self.axes if a != axis), labels=labels)
+        return replace(
+            self, values=self.values.select(dim, at), axes=tuple(a for a in self.axes if a != axis), labels=labels
+        )
 
 
 # -- prompts -----------------------------------------------------------------------
@@ -114,14 +121,20 @@ def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tup
     corrupted = _arguments.prompts(model, corrupted, function=function, argument="corrupted")
     if len(clean) != len(corrupted):
         raise _arguments.InvalidArgument(
-            function, "corrupted", f"{len(corrupted)} prompts", f"clean has {len(clean)}: patching pairs them one to one", "give as many of each"
+            function,
+            "corrupted",
+            f"{len(corrupted)} prompts",
+            f"clean has {len(clean)}: patching pairs them one to one",
+            "give as many of each",
         )
     tokenizer = model.tokenizer
     for index, (a, b) in enumerate(zip(clean.lengths(), corrupted.lengths())):
         if a != b:
             labels = [token_labels(tokenizer, batch.input_ids[index, -n:]) for batch, n in ((clean, a), (corrupted, b))]
             raise _arguments.InvalidArgument(
-                function, "corrupted", f"prompt {index}, {b} tokens",
+                function,
+                "corrupted",
+                f"prompt {index}, {b} tokens",
                 f"clean prompt {index} has {a} tokens: patching writes each position of the clean run into the same "
                 f"position of the corrupted one, so each pair must tokenize to the same length (clean: {labels[0]}, corrupted: {labels[1]})",
                 "make the two prompts the same number of tokens",
@@ -183,10 +196,18 @@ def _sweep(
     per_layer = {layer: columns(tokens, layer) if several else [columns(tokens, layer)] for layer in chosen}
     # the columns are the same on every layer, but for blocks that differ in head
     # count: then the labels are the widest layer's, and the others' extra cells NaN
-    widest: list[Any] = [max((cols[axis] for cols in per_layer.values()), key=len, default=[]) for axis in range(len(axes))]
+    widest: list[Any] = [
+        max((cols[axis] for cols in per_layer.values()), key=len, default=[]) for axis in range(len(axes))
+    ]
     widths = [len(cols) for cols in widest]
     forward, at, packing = planned(
-        model, len(corrupted), len(tokens), logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
+        model,
+        len(corrupted),
+        len(tokens),
+        logits_at=logits_at,
+        cells_per_forward=cells_per_forward,
+        memory_budget=memory_budget,
+        function=function,
     )
 
     with torch.no_grad():
@@ -220,7 +241,17 @@ def _sweep(
                     write(patched[copy], cache[layer].to(device=patched.device, dtype=patched.dtype), *column)
                 setattr(owner, name, patched)
 
-            return run_pack(model, corrupted, len(patches), edit, metric=metric, remote=remote, forward=forward, layer=layer, entering=entering.get(layer))
+            return run_pack(
+                model,
+                corrupted,
+                len(patches),
+                edit,
+                metric=metric,
+                remote=remote,
+                forward=forward,
+                layer=layer,
+                entering=entering.get(layer),
+            )
 
         forwards = measure_packs(values, cells, packing, measure, desc=f"patching {site}", progress=progress)
 
@@ -231,10 +262,14 @@ def _sweep(
 
 def _heads(model: Any, heads: Iterable[int] | None, layer: int, function: str) -> list[int]:
     """``heads`` checked against block ``layer``'s attention heads (all where None)."""
-    return _arguments.indices(heads, model.layers[layer].self_attn.num_heads, function=function, argument="heads", what="attention heads")
+    return _arguments.indices(
+        heads, model.layers[layer].self_attn.num_heads, function=function, argument="heads", what="attention heads"
+    )
 
 
-def _position_sweep(model, function, clean, corrupted, metric, site, layers, positions, progress, remote, **packing: Any) -> Sweep:
+def _position_sweep(
+    model, function, clean, corrupted, metric, site, layers, positions, progress, remote, **packing: Any
+) -> Sweep:
     def columns(tokens: list[str], layer: int) -> list[int]:
         return _arguments.positions(positions, len(tokens), function=function)
 
@@ -303,9 +338,26 @@ def patch_residual(
         stream = standard_name(model, stream)
     if stream not in STREAMS:
         raise _arguments.InvalidArgument(
-            "patch_residual", "stream", stream, f"expected one of {', '.join(STREAMS)} (or hook_resid_pre, hook_resid_mid, hook_resid_post)"
+            "patch_residual",
+            "stream",
+            stream,
+            f"expected one of {', '.join(STREAMS)} (or hook_resid_pre, hook_resid_mid, hook_resid_post)",
         )
-    return _position_sweep(model, "patch_residual", clean, corrupted, metric, stream, layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
+    return _position_sweep(
+        model,
+        "patch_residual",
+        clean,
+        corrupted,
+        metric,
+        stream,
+        layers,
+        positions,
+        progress,
+        remote,
+        cells_per_forward=cells_per_forward,
+        memory_budget=memory_budget,
+        logits_at=logits_at,
+    )
 
 
 def patch_attention_output(
@@ -328,7 +380,21 @@ def patch_attention_output(
     to the stream for its attention, after any post-norm) at that layer and
     position into the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, "patch_attention_output", clean, corrupted, metric, "self_attn.attention_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
+    return _position_sweep(
+        model,
+        "patch_attention_output",
+        clean,
+        corrupted,
+        metric,
+        "self_attn.attention_output",
+        layers,
+        positions,
+        progress,
+        remote,
+        cells_per_forward=cells_per_forward,
+        memory_budget=memory_budget,
+        logits_at=logits_at,
+    )
 
 
 def patch_mlp_output(
@@ -351,7 +417,21 @@ def patch_mlp_output(
     stream for its MLP, after any post-norm) at that layer and position into
     the corrupted run. Arguments and result as ``patch_residual``.
     """
-    return _position_sweep(model, "patch_mlp_output", clean, corrupted, metric, "mlp.mlp_output", layers, positions, progress, remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at)
+    return _position_sweep(
+        model,
+        "patch_mlp_output",
+        clean,
+        corrupted,
+        metric,
+        "mlp.mlp_output",
+        layers,
+        positions,
+        progress,
+        remote,
+        cells_per_forward=cells_per_forward,
+        memory_budget=memory_budget,
+        logits_at=logits_at,
+    )
 
 
 def patch_heads(
@@ -389,7 +469,6 @@ def patch_heads(
         column_axis="head", columns=columns, column_labels=lambda tokens, cols: [str(h) for h in cols],
         write=write, progress=progress, remote=remote, cells_per_forward=cells_per_forward, memory_budget=memory_budget, logits_at=logits_at,
     )  # fmt: skip
-
 
 
 def patch_heads_by_position(

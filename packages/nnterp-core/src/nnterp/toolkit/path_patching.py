@@ -28,10 +28,12 @@ Only standard values are read and written (``attention_head_outputs``,
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 
@@ -109,7 +111,9 @@ class _Receiver:
 
 def _receivers(model: Any, given: Any, function: str) -> list[_Receiver]:
     """``given`` as receivers in forward order, each checked against the model (blocks, heads, a parallel block's shared input)."""
-    one = isinstance(given, str) or isinstance(given, tuple) and bool(given) and not isinstance(given[0], (tuple, str))
+    one = isinstance(given, str) or (
+        isinstance(given, tuple) and bool(given) and not isinstance(given[0], (tuple, str))
+    )
     items = [given] if one else given
     if not isinstance(items, (list, tuple)) or not items:
         raise _arguments.InvalidArgument(function, "receivers", given, f"expected a list of receivers: {SPELLING}")
@@ -124,18 +128,32 @@ def _receivers(model: Any, given: Any, function: str) -> list[_Receiver]:
         kind = item[1]
         if kind in ("q", "k", "v"):
             attention = model.layers[layer].self_attn
-            count, what = (attention.num_heads, "query heads") if kind == "q" else (attention.num_kv_heads, "key/value heads")
+            count, what = (
+                (attention.num_heads, "query heads") if kind == "q" else (attention.num_kv_heads, "key/value heads")
+            )
             if kind != "q" and count != attention.num_heads:
                 what += f" (grouped-query attention: each serves {attention.num_heads // count} query heads)"
             chosen = item[2] if len(item) == 3 else None
             try:
-                heads = tuple(_arguments.indices(chosen, count, function=function, argument="receivers", what=f"{what} of block {layer}"))
+                heads = tuple(
+                    _arguments.indices(
+                        chosen, count, function=function, argument="receivers", what=f"{what} of block {layer}"
+                    )
+                )
             except _arguments.InvalidArgument as error:
-                raise _arguments.InvalidArgument(function, "receivers", given, f"item {item!r}: " + str(error).split("): ", 1)[1]) from None
+                raise _arguments.InvalidArgument(
+                    function, "receivers", given, f"item {item!r}: " + str(error).split("): ", 1)[1]
+                ) from None
             out.append(_Receiver(layer, kind, heads))
             continue
         if len(item) == 3:
-            raise _arguments.InvalidArgument(function, "receivers", given, f"item {item!r}: a {kind!r} receiver has no heads", f'give ({item[0]}, "{kind}")')
+            raise _arguments.InvalidArgument(
+                function,
+                "receivers",
+                given,
+                f"item {item!r}: a {kind!r} receiver has no heads",
+                f'give ({item[0]}, "{kind}")',
+            )
         if kind == "attention" and model.support(layer).get("layer_mid") is not None:
             raise _arguments.InvalidArgument(
                 function, "receivers", given,
@@ -209,11 +227,27 @@ def patch_paths(
     clean_batch, corrupted_batch, tokens = _check_prompts(model, clean, corrupted, function)
     chosen_receivers = _receivers(model, receivers, function)
     if senders not in ("heads", "sublayers"):
-        raise _arguments.InvalidArgument(function, "senders", senders, 'expected "heads" (attention_head_outputs) or "sublayers" (attention_output and mlp_output)')
+        raise _arguments.InvalidArgument(
+            function,
+            "senders",
+            senders,
+            'expected "heads" (attention_head_outputs) or "sublayers" (attention_output and mlp_output)',
+        )
     if freeze not in FREEZE:
-        raise _arguments.InvalidArgument(function, "freeze", freeze, 'expected "all" (attention and MLP contributions) or "attention" (MLPs recompute)')
+        raise _arguments.InvalidArgument(
+            function,
+            "freeze",
+            freeze,
+            'expected "all" (attention and MLP contributions) or "attention" (MLPs recompute)',
+        )
     if senders == "sublayers" and heads is not None:
-        raise _arguments.InvalidArgument(function, "heads", heads, 'heads pick sender heads, and senders="sublayers" sends whole sublayers', 'leave heads=None, or pass senders="heads"')
+        raise _arguments.InvalidArgument(
+            function,
+            "heads",
+            heads,
+            'heads pick sender heads, and senders="sublayers" sends whole sublayers',
+            'leave heads=None, or pass senders="heads"',
+        )
     chosen = _arguments.layers(model, layers, function=function)
     if senders == "heads":
         per_layer = {layer: _heads(model, heads, layer, function) for layer in chosen}
@@ -222,7 +256,13 @@ def patch_paths(
     widest = max(per_layer.values(), key=len)
     written = None if positions is None else _arguments.positions(positions, len(tokens), function=function)
     forward, at, packing = planned(
-        model, len(corrupted_batch), len(tokens), logits_at=logits_at, cells_per_forward=cells_per_forward, memory_budget=memory_budget, function=function
+        model,
+        len(corrupted_batch),
+        len(tokens),
+        logits_at=logits_at,
+        cells_per_forward=cells_per_forward,
+        memory_budget=memory_budget,
+        function=function,
     )
     frozen = FREEZE[freeze]
     first = min(chosen)
@@ -235,7 +275,14 @@ def patch_paths(
         def read_clean() -> list:
             if senders == "heads":
                 return [model.layers[layer].self_attn.attention_head_outputs.clone() for layer in order]
-            return [value for layer in order for value in (model.layers[layer].self_attn.attention_output.clone(), model.layers[layer].mlp.mlp_output.clone())]
+            return [
+                value
+                for layer in order
+                for value in (
+                    model.layers[layer].self_attn.attention_output.clone(),
+                    model.layers[layer].mlp.mlp_output.clone(),
+                )
+            ]
 
         def read_corrupted() -> list:
             out = []
@@ -262,10 +309,25 @@ def patch_paths(
                 contributions[layer, "mlp_output"] = next(it)
 
         values = torch.full((len(chosen), len(widest)), float("nan"), dtype=torch.float32)
-        cells = [(row, layer, (col,), sender) for row, layer in enumerate(chosen) for col, sender in enumerate(per_layer[layer])]
+        cells = [
+            (row, layer, (col,), sender)
+            for row, layer in enumerate(chosen)
+            for col, sender in enumerate(per_layer[layer])
+        ]
 
         def measure(layer: int, sending: list[int]) -> list[float]:
-            run = _Pack(model, corrupted_batch, layer, sending, senders, frozen, sources, contributions, entering.get(layer), remote)
+            run = _Pack(
+                model,
+                corrupted_batch,
+                layer,
+                sending,
+                senders,
+                frozen,
+                sources,
+                contributions,
+                entering.get(layer),
+                remote,
+            )
             recorded = run.record([receiver for receiver in chosen_receivers if receiver.layer >= layer])
             return run.measure(recorded, written, metric, forward)
 
@@ -274,7 +336,10 @@ def patch_paths(
     sent = site or "attention_output, mlp_output"
     site = f"{sent} -> {', '.join(map(str, chosen_receivers))}"
     column = "head" if senders == "heads" else "sublayer"
-    labels = {"layer": [str(layer) for layer in chosen], column: [str(h) for h in widest] if senders == "heads" else list(SUBLAYERS)}
+    labels = {
+        "layer": [str(layer) for layer in chosen],
+        column: [str(h) for h in widest] if senders == "heads" else list(SUBLAYERS),
+    }
     return Sweep(values, ("layer", column), labels, metric_clean, metric_corrupted, site, forwards=2 * forwards)
 
 
@@ -298,8 +363,14 @@ class _Pack:
         model, count = self.model, len(self.senders)
         host = model.layers[block].self_attn if name == "attention_output" else model.layers[block].mlp
         part = SUBLAYERS.index(name)
-        sending = [copy for copy, sender in enumerate(self.senders) if block == self.layer and self.kind == "sublayers" and sender == part]
-        freezing = name in self.frozen and (block > self.layer or (block == self.layer and (part == 1 or self.kind == "sublayers")))
+        sending = [
+            copy
+            for copy, sender in enumerate(self.senders)
+            if block == self.layer and self.kind == "sublayers" and sender == part
+        ]
+        freezing = name in self.frozen and (
+            block > self.layer or (block == self.layer and (part == 1 or self.kind == "sublayers"))
+        )
         if not sending and not freezing:
             return
         corrupted = self.contributions[block, name]
@@ -315,7 +386,10 @@ class _Pack:
         out: list[tuple[_Receiver, Tensor]] = []
         pending = list(receivers)
         copies = rows(self.corrupted, count)
-        with _arguments.left_padding(model), model.trace(repeated(self.corrupted, count), remote=self.remote, **_keep_last(model)):
+        with (
+            _arguments.left_padding(model),
+            model.trace(repeated(self.corrupted, count), remote=self.remote, **_keep_last(model)),
+        ):
             nnsight.save(out)
             enter(model, self.layer, self.entering, count)
             for block in range(self.layer, model.num_layers):
@@ -328,7 +402,9 @@ class _Pack:
                         patched = attention.attention_head_outputs.clone()
                         source = self.sources[block, 0]
                         for copy, head in enumerate(self.senders):
-                            patched[copies[copy], :, head] = source[:, :, head].to(device=patched.device, dtype=patched.dtype)
+                            patched[copies[copy], :, head] = source[:, :, head].to(
+                                device=patched.device, dtype=patched.dtype
+                            )
                         attention.attention_head_outputs = patched
                     elif rank == ATTENTION:
                         self._contribution(block, "attention_output")
@@ -336,7 +412,9 @@ class _Pack:
                         self._contribution(block, "mlp_output")
         return out
 
-    def measure(self, recorded: list, positions: list[int] | None, metric: Metric, forward: dict[str, Any]) -> list[float]:
+    def measure(
+        self, recorded: list, positions: list[int] | None, metric: Metric, forward: dict[str, Any]
+    ) -> list[float]:
         """Run 3: the corrupted prompts with the receivers' inputs replaced by ``recorded``; each copy's metric."""
 
         def edit(_: list[slice]) -> None:
@@ -344,5 +422,13 @@ class _Pack:
                 receiver.write(self.model, value, positions)
 
         return run_pack(
-            self.model, self.corrupted, len(self.senders), edit, metric=metric, remote=self.remote, forward=forward, layer=self.layer, entering=self.entering
+            self.model,
+            self.corrupted,
+            len(self.senders),
+            edit,
+            metric=metric,
+            remote=self.remote,
+            forward=forward,
+            layer=self.layer,
+            entering=self.entering,
         )

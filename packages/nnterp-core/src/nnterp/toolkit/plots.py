@@ -12,9 +12,10 @@ extra ``pip install 'nnterp-core[plots]'``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -119,7 +120,11 @@ def plot_sweep(
         sweep = sweep.normalized()
     values = sweep.values
     if values.dim() != 2:
-        fix = f"; select one index of an axis first, e.g. plot_sweep(sweep.select({sweep.axes[1]}=0))" if values.dim() > 2 else ""
+        fix = (
+            f"; select one index of an axis first, e.g. plot_sweep(sweep.select({sweep.axes[1]}=0))"
+            if values.dim() > 2
+            else ""
+        )
         raise ValueError(f"plot_sweep draws a two-axis sweep; this one has axes {sweep.axes}{fix}")
     rows, columns = (sweep.labels[axis] for axis in sweep.axes)
     bound = max(_symmetric(values), 1.0) if normalized else _symmetric(values)
@@ -155,7 +160,9 @@ def plot_attention(
             "(take one prompt and head: pattern[0, head])"
         )
     if pattern.shape[1] != len(tokens) or pattern.shape[0] > len(tokens):
-        raise ValueError(f"a pattern of shape {tuple(pattern.shape)} with {len(tokens)} tokens: the key axis must have one per token")
+        raise ValueError(
+            f"a pattern of shape {tuple(pattern.shape)} with {len(tokens)} tokens: the key axis must have one per token"
+        )
     queries = list(tokens)[-pattern.shape[0] :]
     return _heatmap(
         pattern, queries, list(tokens), row_axis="query", column_axis="key", title=title,
@@ -205,9 +212,9 @@ def plot_logit_lens(
             raise ValueError("plot_logit_lens needs the prompt's tokens to label the positions")
     tokens = list(tokens)
     # a batch of one: [1, layers, seq, vocab_size], or [1, layers, seq]
-    if values.dim() == 4 and values.shape[0] == 1:
-        values = values[0]
-    elif values.dim() == 3 and values.shape[0] == 1 and values.shape[-1] == len(tokens) != values.shape[1]:
+    if (values.dim() == 4 and values.shape[0] == 1) or (
+        values.dim() == 3 and values.shape[0] == 1 and values.shape[-1] == len(tokens) != values.shape[1]
+    ):
         values = values[0]
     annotations = None
     if values.dim() == 3:

@@ -21,23 +21,34 @@ from collections.abc import Sequence
 from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 
 from . import _arguments
 
-__all__ = ["steer", "skip_layers", "generate_steered"]
+__all__ = ["generate_steered", "skip_layers", "steer"]
 
 Index = int | Sequence[int] | slice | Tensor | None
 
 
 def _where(hidden: Tensor, batch_index: Index, token_positions: Index, function: str) -> tuple:
     """The rows and positions of ``hidden`` (``[batch, seq, ...]``) to edit, checked against its sizes: every row with every position."""
-    rows = slice(None) if batch_index is None else torch.tensor(
-        _arguments.indices(batch_index, hidden.shape[0], function=function, argument="batch_index", what="batch rows")
+    rows = (
+        slice(None)
+        if batch_index is None
+        else torch.tensor(
+            _arguments.indices(
+                batch_index, hidden.shape[0], function=function, argument="batch_index", what="batch rows"
+            )
+        )
     )
-    positions = slice(None) if token_positions is None else torch.tensor(
-        _arguments.positions(token_positions, hidden.shape[1], function=function, argument="token_positions")
+    positions = (
+        slice(None)
+        if token_positions is None
+        else torch.tensor(
+            _arguments.positions(token_positions, hidden.shape[1], function=function, argument="token_positions")
+        )
     )
     if isinstance(rows, Tensor) and isinstance(positions, Tensor):
         return rows[:, None], positions[None, :]  # every row with every position, not zipped
@@ -78,7 +89,9 @@ def steer(
     vector = _arguments.vector(vector, model.hidden_size, function="steer", argument="vector")
     for layer in chosen:
         hidden = model.layers[layer].layer_output
-        hidden[_where(hidden, batch_index, token_positions, "steer")] += (factor * vector).to(device=hidden.device, dtype=hidden.dtype)
+        hidden[_where(hidden, batch_index, token_positions, "steer")] += (factor * vector).to(
+            device=hidden.device, dtype=hidden.dtype
+        )
 
 
 def skip_layers(model: Any, start: int, end: int, with_: Tensor | None = None) -> None:
@@ -97,7 +110,11 @@ def skip_layers(model: Any, start: int, end: int, with_: Tensor | None = None) -
     last = _arguments.layer(model, end, function="skip_layers", argument="end")
     if last < first:
         raise _arguments.InvalidArgument(
-            "skip_layers", "end", end, f"block {last}, which comes before start={start} (block {first})", "give end >= start"
+            "skip_layers",
+            "end",
+            end,
+            f"block {last}, which comes before start={start} (block {first})",
+            "give end >= start",
         )
     if with_ is not None:
         with_ = _arguments.vector(with_, model.hidden_size, function="skip_layers", argument="with_")
@@ -140,10 +157,20 @@ def generate_steered(
     with warnings.catch_warnings():
         # the open loop ends when the model stops, leaving its next step's request parked: nnsight warns, as it is meant to
         warnings.filterwarnings("ignore", message=".*was never reached.*")
-        with _arguments.left_padding(model), model.generate(max_new_tokens=max_new_tokens, remote=remote, **generate_kwargs) as tracer:
+        with (
+            _arguments.left_padding(model),
+            model.generate(max_new_tokens=max_new_tokens, remote=remote, **generate_kwargs) as tracer,
+        ):
             with tracer.invoke(batch.inputs):
                 for step in tracer.all():
-                    steer(model, layers, vector, factor, token_positions=token_positions if step == 0 else None, batch_index=batch_index)
+                    steer(
+                        model,
+                        layers,
+                        vector,
+                        factor,
+                        token_positions=token_positions if step == 0 else None,
+                        batch_index=batch_index,
+                    )
             with tracer.invoke():
                 nnsight.save(ids)
                 ids.append(tracer.result.detach().cpu())

@@ -34,7 +34,9 @@ _BYTE_TOKEN = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 @lru_cache(maxsize=1)
 def _byte_level_alphabet() -> dict[str, int]:
     """GPT-2's printable stand-in for each byte (``bytes_to_unicode``), inverted: character to byte."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     characters = printable[:]
     extra = 0
     for byte in range(256):
@@ -70,12 +72,24 @@ def _decoder_types(tokenizer: Any) -> set[str]:
 def _ids(ids: Any, function: str) -> list[int]:
     if isinstance(ids, Tensor):
         if ids.is_floating_point() or ids.ndim > 1:
-            raise _arguments.InvalidArgument(function, "ids", ids, "expected one sequence of token ids (a [seq] int tensor or a list of ints)")
+            raise _arguments.InvalidArgument(
+                function, "ids", ids, "expected one sequence of token ids (a [seq] int tensor or a list of ints)"
+            )
         return [int(i) for i in ids.reshape(-1).tolist()]
     if hasattr(ids, "__index__") and not isinstance(ids, bool):
         return [int(ids)]
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence) or not all(hasattr(i, "__index__") and not isinstance(i, bool) for i in ids):
-        raise _arguments.InvalidArgument(function, "ids", ids, "expected one sequence of token ids (a [seq] int tensor or a list of ints)", "tokenize a string first, or use str_tokens(model, text)")
+    if (
+        isinstance(ids, (str, bytes))
+        or not isinstance(ids, Sequence)
+        or not all(hasattr(i, "__index__") and not isinstance(i, bool) for i in ids)
+    ):
+        raise _arguments.InvalidArgument(
+            function,
+            "ids",
+            ids,
+            "expected one sequence of token ids (a [seq] int tensor or a list of ints)",
+            "tokenize a string first, or use str_tokens(model, text)",
+        )
     return [int(i) for i in ids]
 
 
@@ -147,9 +161,15 @@ def str_tokens(model: Any, prompts: Any) -> list[str] | list[list[str]]:
     """
     holder = model if hasattr(model, "tokenizer") else SimpleNamespace(tokenizer=model)
     tokenizer = holder.tokenizer
-    one = isinstance(prompts, str) or isinstance(prompts, Tensor) and prompts.ndim == 1
-    one = one or isinstance(prompts, Sequence) and not isinstance(prompts, (str, bytes)) and len(prompts) > 0 and all(
-        hasattr(item, "__index__") and not isinstance(item, bool) and not isinstance(item, Tensor) for item in prompts
+    one = isinstance(prompts, str) or (isinstance(prompts, Tensor) and prompts.ndim == 1)
+    one = one or (
+        isinstance(prompts, Sequence)
+        and not isinstance(prompts, (str, bytes))
+        and len(prompts) > 0
+        and all(
+            hasattr(item, "__index__") and not isinstance(item, bool) and not isinstance(item, Tensor)
+            for item in prompts
+        )
     )
     texts = [prompts] if isinstance(prompts, str) else prompts
     if isinstance(texts, Sequence) and texts and all(isinstance(text, str) for text in texts):

@@ -73,7 +73,12 @@ class TunedLens:
         """The untrained lens of ``model``: every translator the identity, so `tuned_lens` is `logit_lens` exactly."""
         rows, hidden = model.num_layers + 1, model.hidden_size
         return cls(
-            torch.zeros(rows, hidden, hidden), torch.zeros(rows, hidden), _model_name(model), type(model._module).__name__, hidden, model.num_layers
+            torch.zeros(rows, hidden, hidden),
+            torch.zeros(rows, hidden),
+            _model_name(model),
+            type(model._module).__name__,
+            hidden,
+            model.num_layers,
         )
 
     @classmethod
@@ -110,11 +115,18 @@ class TunedLens:
         if max_length is not None:
             max_length = _arguments.count(max_length, function=function, argument="max_length")
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
-            raise _arguments.InvalidArgument(function, "lr", lr, "expected a learning rate above 0", "pass e.g. lr=1e-3")
+            raise _arguments.InvalidArgument(
+                function, "lr", lr, "expected a learning rate above 0", "pass e.g. lr=1e-3"
+            )
         texts = [texts] if isinstance(texts, str) else list(texts) if isinstance(texts, Sequence) else texts
         if not isinstance(texts, list) or not texts:
-            raise _arguments.InvalidArgument(function, "texts", texts, "expected a non-empty list of texts (strings or token id lists)")
-        batches = [_arguments.prompts(model, texts[start : start + batch_size], function=function, argument="texts") for start in range(0, len(texts), batch_size)]
+            raise _arguments.InvalidArgument(
+                function, "texts", texts, "expected a non-empty list of texts (strings or token id lists)"
+            )
+        batches = [
+            _arguments.prompts(model, texts[start : start + batch_size], function=function, argument="texts")
+            for start in range(0, len(texts), batch_size)
+        ]
         if max_length is not None:
             batches = [_cut(model, batch, max_length, function) for batch in batches]
         _arguments.loaded(model)
@@ -149,7 +161,14 @@ class TunedLens:
             bar.set_postfix(kl=f"{lens.history[-1]:.4f}")
         lens.weight[:trained] = weight.detach()
         lens.bias[:trained] = bias.detach()
-        lens.settings = {"steps": steps, "lr": lr, "batch_size": batch_size, "max_length": max_length, "texts": len(texts), "optimizer": "Adam"}
+        lens.settings = {
+            "steps": steps,
+            "lr": lr,
+            "batch_size": batch_size,
+            "max_length": max_length,
+            "texts": len(texts),
+            "optimizer": "Adam",
+        }
         return lens
 
     # -- applying ------------------------------------------------------------------
@@ -210,10 +229,22 @@ class TunedLens:
         function = "TunedLens.load"
         directory = Path(directory)
         if not (directory / CONFIG).is_file() or not (directory / WEIGHTS).is_file():
-            raise _arguments.InvalidArgument(function, "directory", str(directory), f"no {CONFIG} and {WEIGHTS} there", "give the folder TunedLens.save wrote")
+            raise _arguments.InvalidArgument(
+                function,
+                "directory",
+                str(directory),
+                f"no {CONFIG} and {WEIGHTS} there",
+                "give the folder TunedLens.save wrote",
+            )
         config = json.loads((directory / CONFIG).read_text())
         if config.get("format") != FORMAT:
-            raise _arguments.InvalidArgument(function, "directory", str(directory), f"{CONFIG} is not a {FORMAT} config", "give the folder TunedLens.save wrote")
+            raise _arguments.InvalidArgument(
+                function,
+                "directory",
+                str(directory),
+                f"{CONFIG} is not a {FORMAT} config",
+                "give the folder TunedLens.save wrote",
+            )
         weights = load_file(str(directory / WEIGHTS))
         lens = cls(
             weights["weight"], weights["bias"], config["model"], config["model_class"], config["hidden_size"], config["num_layers"],
@@ -271,7 +302,9 @@ def tuned_lens(
     """
     function = "tuned_lens"
     if not isinstance(lens, TunedLens):
-        raise _arguments.InvalidArgument(function, "lens", lens, "expected a TunedLens", "train one (TunedLens.train) or load one (TunedLens.load)")
+        raise _arguments.InvalidArgument(
+            function, "lens", lens, "expected a TunedLens", "train one (TunedLens.train) or load one (TunedLens.load)"
+        )
     if (model.hidden_size, model.num_layers) != (lens.hidden_size, lens.num_layers):
         lens.check(model, function)
     offset = 0 if embeddings is True else 1  # the lens's row of the result's first row

@@ -79,7 +79,7 @@ def _resolved(model: Any, family: Family | ModuleType | str | None) -> tuple[Fam
         if found.engine == "vllm" and FAMILIES.get(found.name) is not found:
             raise FamilyMismatch(
                 f"vLLM's worker builds its own tree, so it must find the {found.name} family again: pass family= as the "
-                "dotted path of the module defining it (\"pkg.families.mine\", or \"pkg.families:NAME\")"
+                'dotted path of the module defining it ("pkg.families.mine", or "pkg.families:NAME")'
             )
         spec = found.name
     if not isinstance(found, Family) or found.engine != "vllm":
@@ -122,17 +122,31 @@ class StandardizedVLLM(VLLM):
     ``family`` and ``support()``.
     """
 
-    def __init__(self, model: Any, *args: Any, family: Family | ModuleType | str | None = None, rename: dict | None = None, envoys: dict | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *args: Any,
+        family: Family | ModuleType | str | None = None,
+        rename: dict | None = None,
+        envoys: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
         if isinstance(model, os.PathLike):
             model = os.fspath(model)
         if not isinstance(model, str) and family is None:
-            raise FamilyMismatch("StandardizedVLLM over a loaded module needs family= (vLLM's worker passes the client's)")
+            raise FamilyMismatch(
+                "StandardizedVLLM over a loaded module needs family= (vLLM's worker passes the client's)"
+            )
         family, spec = _resolved(model, family)
         self.family = family
         from nnsight.modeling.vllm.envoys import parallel_envoys
 
         rename = {**family.rename, **(rename or {})}
-        envoys = {**parallel_envoys(), **(envoys or {}), **{key: value for key, value in family.envoys.items() if key not in (envoys or {})}}
+        envoys = {
+            **parallel_envoys(),
+            **(envoys or {}),
+            **{key: value for key, value in family.envoys.items() if key not in (envoys or {})},
+        }
         envoys.setdefault("layers", Blocks)
         if isinstance(model, str):
             kwargs["additional_config"] = {**(kwargs.get("additional_config") or {}), "nnterp_family": spec}
@@ -158,7 +172,7 @@ class StandardizedVLLM(VLLM):
             return super()._load_meta(repo_id, **kwargs)
 
     @property
-    def _WORKER_CLS(self) -> str:  # noqa: N802 - nnsight's name for it
+    def _WORKER_CLS(self) -> str:
         import torch
 
         return WORKERS["cuda" if torch.cuda.is_available() else "cpu"]
@@ -173,4 +187,4 @@ class StandardizedVLLM(VLLM):
         return blocks_support(self.layers)
 
 
-__all__ = ["StandardizedVLLM", "FAMILIES", "family_for_checkpoint"]
+__all__ = ["FAMILIES", "StandardizedVLLM", "family_for_checkpoint"]

@@ -16,7 +16,7 @@ of vLLM's weight processing for the meta tree is ``nnterp._patches.vllm``.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from nnsight.modeling.vllm.batching import VLLMBatcher
@@ -24,6 +24,7 @@ from nnsight.modeling.vllm.fragments import VLLMFragments
 from nnsight.modeling.vllm.interleaver import VLLMInterleaver
 from nnsight.modeling.vllm.model_runners.GPUModelRunner import NNsightGPUModelRunner, Requests
 from nnsight.modeling.vllm.workers.GPUWorker import NNsightGPUWorker
+
 from vllm.v1.worker.cpu_model_runner import CPUModelRunner
 from vllm.v1.worker.cpu_worker import CPUWorker
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
@@ -45,7 +46,9 @@ def standardized_tree(runner: Any) -> None:
 
     taps = runner.vllm_config.additional_config.get("nnsight_taps", ())
     family = runner.vllm_config.additional_config.get(FAMILY_KEY)
-    model = StandardizedVLLM(runner.get_model(), family=family, interleaver=VLLMInterleaver(taps, fragments=VLLMFragments()))
+    model = StandardizedVLLM(
+        runner.get_model(), family=family, interleaver=VLLMInterleaver(taps, fragments=VLLMFragments())
+    )
     model.tokenizer = cached_tokenizer_from_config(runner.model_config)
     model.interleaver.batcher = VLLMBatcher(None)
     model.interleaver.defer_exceptions = True
@@ -54,7 +57,7 @@ def standardized_tree(runner: Any) -> None:
     runner.nnsight_persistent_objects = model._remoteable_persistent_objects()
 
 
-@lru_cache(maxsize=None)
+@cache
 def runner_class(base: type[Any]) -> type:
     """nnsight's runner over ``base`` (vLLM's ``CPUModelRunner`` or ``GPUModelRunner``), building nnterp's tree."""
 
@@ -62,7 +65,11 @@ def runner_class(base: type[Any]) -> type:
         base.load_model(self, *args, **kwargs)
         standardized_tree(self)
 
-    return type(f"Standardized{base.__name__}", (NNsightGPUModelRunner, base), {"load_model": load_model, "__module__": __name__})
+    return type(
+        f"Standardized{base.__name__}",
+        (NNsightGPUModelRunner, base),
+        {"load_model": load_model, "__module__": __name__},
+    )
 
 
 class NNterpGPUWorker(NNsightGPUWorker):

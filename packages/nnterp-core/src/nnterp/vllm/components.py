@@ -11,8 +11,6 @@ on every block, as on transformers.
 
 from __future__ import annotations
 
-from typing import Any
-
 from torch import Tensor
 
 from ..components import Attention, Layer, Mlp, Moe
@@ -107,7 +105,6 @@ class FlatAttention(Attention):
         return value
 
 
-
 class FlatMlp(Mlp):
     """vLLM's gated MLP: ``down_proj(act_fn(gate_up_proj(x)))``, the activation fused with the product."""
 
@@ -180,4 +177,10 @@ class FlatMoe(Moe):
         return int(self.experts._module.moe_config.experts_per_token)
 
 
-redefine(FlatMoe, **{name: unavailable(FUSED_EXPERTS) for name in ("expert_weights", "expert_indices", "expert_outputs", "routed_output", "shared_expert_output")})
+redefine(
+    FlatMoe,
+    **{
+        name: unavailable(FUSED_EXPERTS)
+        for name in ("expert_weights", "expert_indices", "expert_outputs", "routed_output", "shared_expert_output")
+    },
+)

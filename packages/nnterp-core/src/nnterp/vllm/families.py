@@ -11,7 +11,15 @@ from __future__ import annotations
 from ..families import default
 from ..family import Family
 from ..tiny import TinyConfig
-from .components import FlatAttention, FlatLayer, FlatMlp, FlatMoe, FlatPostNormAttention, FlatPostNormMlp, FlatSandwichLayer
+from .components import (
+    FlatAttention,
+    FlatLayer,
+    FlatMlp,
+    FlatMoe,
+    FlatPostNormAttention,
+    FlatPostNormMlp,
+    FlatSandwichLayer,
+)
 
 #: the widths a vLLM tiny checkpoint takes over the shared ones: four heads of 32 (the CPU attention's least head size)
 WIDE = {"hidden_size": 128, "head_dim": 32, "num_hidden_layers": 3}
@@ -32,7 +40,11 @@ LLAMA = default.FAMILY.replace(
 GEMMA2 = LLAMA.replace(
     name="vllm_gemma2",
     model_types=("gemma2", "gemma3_text"),
-    envoys={"layers.*": FlatSandwichLayer, "layers.*.self_attn": FlatPostNormAttention, "layers.*.mlp": FlatPostNormMlp},
+    envoys={
+        "layers.*": FlatSandwichLayer,
+        "layers.*.self_attn": FlatPostNormAttention,
+        "layers.*.mlp": FlatPostNormMlp,
+    },
     tiny={
         "vllm_gemma2": TinyConfig("gemma2", {**WIDE, "final_logit_softcapping": 3.0, "attn_logit_softcapping": 5.0}),
         "vllm_gemma3_text": TinyConfig("gemma3_text", WIDE),
@@ -50,4 +62,6 @@ MIXTRAL = LLAMA.replace(
 #: every vLLM family, by name
 FAMILIES: dict[str, Family] = {family.name: family for family in (LLAMA, GEMMA2, MIXTRAL)}
 #: the vLLM family serving each model type
-BY_MODEL_TYPE: dict[str, Family] = {model_type: family for family in FAMILIES.values() for model_type in family.model_types}
+BY_MODEL_TYPE: dict[str, Family] = {
+    model_type: family for family in FAMILIES.values() for model_type in family.model_types
+}

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from nnsight.intervention.interleaver import Mediator
+
+import torch
 
 from ..descriptors import EProperty
 
@@ -62,7 +63,12 @@ class Halves(EProperty):
         rest = None if second is None else torch.zeros_like(second)
         if last == "inputs":
             args, kwargs = raw
-            args = (*args[: self.first], stream, *(() if len(args) <= self.first + 1 else (rest,)), *args[self.first + 2 :])
+            args = (
+                *args[: self.first],
+                stream,
+                *(() if len(args) <= self.first + 1 else (rest,)),
+                *args[self.first + 2 :],
+            )
             return args, kwargs
         return type(raw)((stream, rest, *raw[2:]))
 

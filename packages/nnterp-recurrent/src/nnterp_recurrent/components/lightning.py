@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
+
+from nnterp import DerivedEProperty, EProperty
 
 from greenlet import getcurrent
-from nnterp import DerivedEProperty, EProperty
 from torch import Tensor
 
-from ..reasons import FRESH, HANDED_ON
 from ..layouts import Gates, LinearHeadOutputs, LinearQK, LinearV, State, States
+from ..reasons import FRESH, HANDED_ON
 from .mixer import RecurrentMixer, TokenPinnedMixer
 
 #: the block size a mixer was built with, kept on the module while blocks_per_token has it at 1
@@ -187,7 +189,9 @@ class LightningAttention(TokenPinnedMixer):
         rates = self._module.slope_rate.float().reshape(-1)
         return (-rates).expand(hidden.shape[0], hidden.shape[1], rates.shape[0])
 
-    decays = DerivedEProperty(_decays, description="The log decay -slope_rate of each head's state, per token; derived, read-only")
+    decays = DerivedEProperty(
+        _decays, description="The log decay -slope_rate of each head's state, per token; derived, read-only"
+    )
 
     @EProperty(
         lambda e: f"source.{e.CACHED_STATE if e.decoding() else e.FRESH_STATE}.output",
@@ -213,7 +217,11 @@ class LightningAttention(TokenPinnedMixer):
 
     # -- what they leave -----------------------------------------------------------------
 
-    @EProperty(lambda e: f"source.{e.HAND_ON}.inputs" if e.caches() else "output", "The state after this call's last token", off_the_graph=HANDED_ON)
+    @EProperty(
+        lambda e: f"source.{e.HAND_ON}.inputs" if e.caches() else "output",
+        "The state after this call's last token",
+        off_the_graph=HANDED_ON,
+    )
     def state_output(self, value: Any) -> State | None:
         """The state after this call's last token, ``[batch, heads, head_dim, head_dim]``: what the cache receives.
 
@@ -252,7 +260,9 @@ class LightningAttention(TokenPinnedMixer):
     def _state_at(self, kernel: str) -> str:
         return f"source.{self.TOKEN_STATE if kernel == self.RECURRENT_KERNEL else self.BLOCK_STATE}.output"
 
-    @EProperty(TokenPinnedMixer._state_key, "The state after a token, one occurrence per token", unavailable=needs_token_blocks)
+    @EProperty(
+        TokenPinnedMixer._state_key, "The state after a token, one occurrence per token", unavailable=needs_token_blocks
+    )
     def state(self, value: Tensor) -> State:
         """The state after a token, ``[batch, heads, head_dim, head_dim]``: one occurrence per token of the loop.
 

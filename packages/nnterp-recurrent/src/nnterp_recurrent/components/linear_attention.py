@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from nnterp import EProperty
+
 from torch import Tensor
 
-from ..reasons import FRESH, HANDED_ON
 from ..layouts import Gates, LinearHeadOutputs, LinearQK, LinearV, State
+from ..reasons import FRESH, HANDED_ON
 from .mixer import RecurrentMixer
 
 
@@ -89,7 +90,12 @@ class LinearAttention(RecurrentMixer):
         """How strongly each token's key/value pair is written into the state, ``[batch, seq, heads]``, in (0, 1)."""
         return value
 
-    @EProperty(RecurrentMixer.kernel_at("inputs"), "The state this call starts from", select="initial_state", none_when_fresh=FRESH)
+    @EProperty(
+        RecurrentMixer.kernel_at("inputs"),
+        "The state this call starts from",
+        select="initial_state",
+        none_when_fresh=FRESH,
+    )
     def state_input(self, value: Any) -> State | None:
         """The state this call starts from, ``[batch, heads, key_dim, value_dim]``: None on a fresh prompt.
 
@@ -100,7 +106,9 @@ class LinearAttention(RecurrentMixer):
         """
         return None if value is None else value.clone()
 
-    @EProperty(RecurrentMixer.kernel_at("output"), "The state after this call's last token", select=1, off_the_graph=HANDED_ON)
+    @EProperty(
+        RecurrentMixer.kernel_at("output"), "The state after this call's last token", select=1, off_the_graph=HANDED_ON
+    )
     def state_output(self, value: Any) -> State | None:
         """The state after this call's last token, ``[batch, heads, key_dim, value_dim]``: what the cache receives.
 

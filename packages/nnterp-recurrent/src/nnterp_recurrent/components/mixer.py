@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
-import torch
-from greenlet import getcurrent
 from nnsight.intervention.interleaver import Mediator
 from nnterp import DerivedEProperty, EProperty, Standard
 from nnterp.layouts import Residual
+
+import torch
+from greenlet import getcurrent
 from torch import Tensor
 
 from ..calls import per_call, pinned
+from ..hub_kernels import seen_through
 from ..layouts import State, States
 from ..reasons import needs_recurrent_routing
-from ..hub_kernels import seen_through
 from ..routing import calls, dispatcher, route_module
 
 
@@ -185,7 +187,11 @@ class RecurrentMixer(Standard):
 
     # -- the state after each token ----------------------------------------------------
 
-    @EProperty(_prompt_state, "The state after a token of the prompt, one occurrence per token", unavailable=needs_recurrent_routing)
+    @EProperty(
+        _prompt_state,
+        "The state after a token of the prompt, one occurrence per token",
+        unavailable=needs_recurrent_routing,
+    )
     def state(self, value: Tensor) -> State:
         """The state after a token of the prompt, ``[batch, heads, key_dim, value_dim]``: one occurrence per token.
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
+
+from nnterp import DerivedEProperty, EProperty
+from nnterp.layouts import BATCH, SEQ, declare
 
 import torch
 from jaxtyping import Float
-from nnterp import DerivedEProperty, EProperty
-from nnterp.layouts import BATCH, SEQ, declare
 from torch import Tensor
 
 from ..layouts import CHANNELS, ScanValues
-from .mixer import RecurrentMixer, TokenPinnedMixer
 from ..reasons import FRESH
+from .mixer import RecurrentMixer, TokenPinnedMixer
 
 #: the recurrent state: one number per channel
 LruState = Float[Tensor, f"{BATCH} {CHANNELS}"]
@@ -115,7 +117,9 @@ class RealGatedLRU(TokenPinnedMixer):
 
     # -- what the recurrence reads ---------------------------------------------------
 
-    @EProperty(_op("{lru}.source.normalized_x_0.output"), "What each token writes into the state: the gated, normalized input")
+    @EProperty(
+        _op("{lru}.source.normalized_x_0.output"), "What each token writes into the state: the gated, normalized input"
+    )
     def attention_values(self, value: Tensor) -> ScanValues:
         """What each token writes, ``[batch, seq, channels]``: ``sqrt(1 - a^2) * i * x`` (``i * x`` where the sequence starts).
 
@@ -124,7 +128,9 @@ class RealGatedLRU(TokenPinnedMixer):
         """
         return value
 
-    @EProperty(_op("{lru}.source.input_gate_0.output"), "The input gate: how much of each channel's input enters the write")
+    @EProperty(
+        _op("{lru}.source.input_gate_0.output"), "The input gate: how much of each channel's input enters the write"
+    )
     def input_gates(self, value: Tensor) -> LruGates:
         """The input gate ``i = sigmoid(W_x x + b_x)``, ``[batch, seq, channels]``, in (0, 1).
 
@@ -133,7 +139,9 @@ class RealGatedLRU(TokenPinnedMixer):
         """
         return value
 
-    @EProperty(_op("{lru}.source.{scan}.source.recurrent_gate_0.output"), "The log of how much of the state each token keeps")
+    @EProperty(
+        _op("{lru}.source.{scan}.source.recurrent_gate_0.output"), "The log of how much of the state each token keeps"
+    )
     def decays(self, value: Tensor) -> LruGates:
         """``log a``, ``[batch, seq, channels]``: the log of how much of the state each token keeps, non-positive.
 

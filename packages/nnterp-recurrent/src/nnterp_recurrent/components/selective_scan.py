@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
-import torch.nn.functional as F
 from nnsight.intervention.interleaver import Mediator
 from nnterp import DerivedEProperty, EProperty
+
+import torch.nn.functional as F
 from torch import Tensor
 
 from ..calls import per_call
@@ -154,7 +156,11 @@ class SelectiveScan(TokenPinnedMixer):
 
     # -- what the kernel receives ------------------------------------------------------
 
-    @EProperty(RecurrentMixer.kernel_at("inputs"), "C: what reads the state, as a query does", select=lambda e: e._position("C"))
+    @EProperty(
+        RecurrentMixer.kernel_at("inputs"),
+        "C: what reads the state, as a query does",
+        select=lambda e: e._position("C"),
+    )
     def attention_queries(self, value: Tensor) -> ScanQK:
         """C, ``[batch, seq, 1, state_dim]`` (one group): what each token's output reads the state with, ``y = C . h``.
 
@@ -167,7 +173,11 @@ class SelectiveScan(TokenPinnedMixer):
     def attention_queries(self, value: Tensor) -> Tensor:
         return _kernel_layout(self, value, vector=True)
 
-    @EProperty(RecurrentMixer.kernel_at("inputs"), "B: what writes the input into the state, as a key does", select=lambda e: e._position("B"))
+    @EProperty(
+        RecurrentMixer.kernel_at("inputs"),
+        "B: what writes the input into the state, as a key does",
+        select=lambda e: e._position("B"),
+    )
     def attention_keys(self, value: Tensor) -> ScanQK:
         """B, ``[batch, seq, 1, state_dim]`` (one group): how each token's input is written into the state."""
         return _tokens_first(self, value, vector=True)
@@ -176,7 +186,9 @@ class SelectiveScan(TokenPinnedMixer):
     def attention_keys(self, value: Tensor) -> Tensor:
         return _kernel_layout(self, value, vector=True)
 
-    @EProperty(RecurrentMixer.kernel_at("inputs"), "x: what is written into the state", select=lambda e: e._position("x"))
+    @EProperty(
+        RecurrentMixer.kernel_at("inputs"), "x: what is written into the state", select=lambda e: e._position("x")
+    )
     def attention_values(self, value: Tensor) -> ScanValues:
         """x, ``[batch, seq, channels]``: the scan's input after the conv and its activation, what each channel writes."""
         return _tokens_first(self, value)
@@ -258,7 +270,11 @@ class SelectiveScan(TokenPinnedMixer):
             return self._inside(self.STEP_CACHE_OP)
         return f"source.{self.CHUNK_KERNEL}.output"
 
-    @EProperty(_state_output_key, "The state after this call's last token", select=lambda e: 1 if not e.decoding() and e.caches() else None)
+    @EProperty(
+        _state_output_key,
+        "The state after this call's last token",
+        select=lambda e: 1 if not e.decoding() and e.caches() else None,
+    )
     def state_output(self, value: Any) -> ScanState | None:
         """The state after this call's last token, ``[batch, channels, state_dim]``: what the cache receives.
 
@@ -299,7 +315,11 @@ class SelectiveScan(TokenPinnedMixer):
         op = self.STEP_STATE_OP if kernel == self.RECURRENT_KERNEL else self.STATE_OP
         return f"source.{kernel}.source.{self.KERNEL_BODY}.source.{op}.output"
 
-    @EProperty(TokenPinnedMixer._state_key, "The state after a token of this call, one occurrence per token", unavailable=needs_token_loop)
+    @EProperty(
+        TokenPinnedMixer._state_key,
+        "The state after a token of this call, one occurrence per token",
+        unavailable=needs_token_loop,
+    )
     def state(self, value: Tensor) -> ScanState:
         """The state after a token, ``[batch, channels, state_dim]``: one occurrence per token of the scan's loop.
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
+
+from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 
 import torch
 from greenlet import getcurrent
-from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 from torch import Tensor
 
-from ..reasons import FRESH, HANDED_ON
 from ..layouts import ConvChannels, Window, Windows
+from ..reasons import FRESH, HANDED_ON
 from .mixer import RecurrentMixer
 
 NO_GATES = (
@@ -119,7 +121,9 @@ class ShortConvolution(RecurrentMixer):
         if cache is None or self._length() != 1:
             return False
         layer = self._module.layer_idx
-        return cache.get_conv_state(layer, state_idx=self.STATE_INDEX) is not None and not cache.is_recording_past(layer)
+        return cache.get_conv_state(layer, state_idx=self.STATE_INDEX) is not None and not cache.is_recording_past(
+            layer
+        )
 
     def decoding(self) -> bool:
         """Whether this call is a decode step (``RECURRENT_KERNEL``)."""
@@ -234,7 +238,9 @@ class ShortConvolution(RecurrentMixer):
         # [batch, seq, channels, kernel_size] windows ending at each new token
         return full[:, 1:].unfold(1, size, 1).transpose(-1, -2)
 
-    states = DerivedEProperty(_states, description="The window after every token of this call, from conv_input and state_input")
+    states = DerivedEProperty(
+        _states, description="The window after every token of this call, from conv_input and state_input"
+    )
 
     def state_after(self, t: int) -> Tensor:
         """The window after token ``t`` of this call, ``[batch, kernel_size, channels]``: ``states[:, t]``."""
@@ -303,4 +309,3 @@ def _detached(key: Any, name: str) -> EProperty:
 
 
 _GATED = _detached(lambda envoy: envoy._op(envoy.GATED), "gated output")
-

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
+
+from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 
 import torch
 import torch.nn.functional as F
-from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 from torch import Tensor
 
 from ..layouts import Gates, SSDHeadOutputs, SSDKeys, SSDQueries, SSDValues, State, States
@@ -86,11 +88,23 @@ class StateSpace(RecurrentMixer):
     UPDATED_STATE: ClassVar[str] = "ssm_states_to_0"
     #: where the chunk scan takes each argument: a position, or a keyword
     CHUNK_ARGUMENTS: ClassVar[dict[str, int | str]] = {
-        "hidden_states": 0, "dt": 1, "A": 2, "B": 3, "C": 4, "dt_bias": "dt_bias", "state": "initial_states",
+        "hidden_states": 0,
+        "dt": 1,
+        "A": 2,
+        "B": 3,
+        "C": 4,
+        "dt_bias": "dt_bias",
+        "state": "initial_states",
     }
     #: where the decode update takes each argument: a position, or a keyword
     RECURRENT_ARGUMENTS: ClassVar[dict[str, int | str]] = {
-        "state": 0, "hidden_states": 1, "dt": 2, "A": 3, "B": 4, "C": 5, "dt_bias": "dt_bias",
+        "state": 0,
+        "hidden_states": 1,
+        "dt": 2,
+        "A": 3,
+        "B": 4,
+        "C": 5,
+        "dt_bias": "dt_bias",
     }
     #: dt is a softplus, unbounded above
     BETA_RANGE: ClassVar[tuple[float, float]] = (0.0, float("inf"))
@@ -179,7 +193,9 @@ class StateSpace(RecurrentMixer):
         """``B``, where a token writes into the state, ``[batch, seq, groups, state_dim]``: one per group of heads."""
         return _seq(self, value)
 
-    @EProperty(RecurrentMixer.kernel_at("inputs"), "x: what each token writes into the state", select=_at("hidden_states"))
+    @EProperty(
+        RecurrentMixer.kernel_at("inputs"), "x: what each token writes into the state", select=_at("hidden_states")
+    )
     def attention_values(self, value: Tensor) -> SSDValues:
         """``x``, what each token writes, ``[batch, seq, heads, head_dim]``: the scan's ``hidden_states``."""
         return _seq(self, value)
@@ -224,7 +240,12 @@ class StateSpace(RecurrentMixer):
             return f"source.{self.RECURRENT_KERNEL}.source.{self.KERNEL_BODY}.source.{self.UPDATED_STATE}.output"
         return f"source.{self.CHUNK_KERNEL}.output"
 
-    @EProperty(_state_output_key, "The state after this call's last token", unavailable=needs_torch_kernels, off_the_graph=HANDED_ON)
+    @EProperty(
+        _state_output_key,
+        "The state after this call's last token",
+        unavailable=needs_torch_kernels,
+        off_the_graph=HANDED_ON,
+    )
     def state_output(self, value: Any) -> State | None:
         """The state after this call's last token, ``[batch, heads, state_dim, head_dim]``: what the cache receives.
 
@@ -425,7 +446,10 @@ def _betas_from_decays(envoy: StateSpace, inputs: tuple[tuple, dict], decays: Te
     return decays.float() / envoy._rates(inputs)
 
 
-for _value, _to_betas in ((StateSpace.betas, lambda envoy, inputs, betas: betas), (StateSpace.decays, _betas_from_decays)):
+for _value, _to_betas in (
+    (StateSpace.betas, lambda envoy, inputs, betas: betas),
+    (StateSpace.decays, _betas_from_decays),
+):
     _transform, _postprocess = _gate_back(_to_betas)
     _value.transform(_transform)
     _value.postprocess(_postprocess)

@@ -3,6 +3,7 @@
 import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import GatedAttention
 from nnterp.tiny import TinyConfig
+
 from transformers.models.bailing_hybrid import modeling_bailing_hybrid as modeling
 
 from ..tiny import KIMI_DELTA

@@ -20,6 +20,7 @@ from typing import Any
 from nnterp import Attention
 from nnterp.logits import unembed
 from nnterp.tiny import TinyConfig
+
 from torch import Tensor
 
 from ..tiny import SSD
@@ -27,9 +28,18 @@ from . import bamba
 
 #: the SSD mixer in 8 heads of 8, every muP multiplier away from 1 so that a missed one shows
 SIZES = {
-    **SSD, "mamba_d_ssm": 64, "mamba_d_head": 8, "attention_in_multiplier": 0.7, "attention_out_multiplier": 0.6,
-    "ssm_in_multiplier": 0.8, "ssm_out_multiplier": 1.3, "embedding_multiplier": 2.0, "lm_head_multiplier": 0.5,
-    "key_multiplier": 0.9, "mlp_multipliers": [0.9, 1.1], "ssm_multipliers": [1.1, 0.9, 1.2, 0.8, 1.05],
+    **SSD,
+    "mamba_d_ssm": 64,
+    "mamba_d_head": 8,
+    "attention_in_multiplier": 0.7,
+    "attention_out_multiplier": 0.6,
+    "ssm_in_multiplier": 0.8,
+    "ssm_out_multiplier": 1.3,
+    "embedding_multiplier": 2.0,
+    "lm_head_multiplier": 0.5,
+    "key_multiplier": 0.9,
+    "mlp_multipliers": [0.9, 1.1],
+    "ssm_multipliers": [1.1, 0.9, 1.2, 0.8, 1.05],
 }
 
 

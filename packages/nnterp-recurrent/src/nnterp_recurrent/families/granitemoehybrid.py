@@ -40,7 +40,15 @@ FAMILY = RecurrentFamily(
     },
     project_on_vocab=divided_by_logits_scaling,
     tiny={
-        "granitemoehybrid": TinyConfig("granitemoehybrid", {**SSD, "layer_types": ["linear_attention", "attention"], "shared_intermediate_size": 32, "residual_multiplier": 0.5}),
+        "granitemoehybrid": TinyConfig(
+            "granitemoehybrid",
+            {
+                **SSD,
+                "layer_types": ["linear_attention", "attention"],
+                "shared_intermediate_size": 32,
+                "residual_multiplier": 0.5,
+            },
+        ),
     },
     skips={
         "granitemoehybrid": {

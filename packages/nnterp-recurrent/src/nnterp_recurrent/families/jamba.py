@@ -37,6 +37,20 @@ FAMILY = RecurrentFamily(
     envoys={**default.FAMILY.envoys, "layers.*.mlp": JambaMoe, "layers.*.linear_attn": SelectiveScan},
     tiny={
         # blocks: mamba + mixture, attention + MLP, mamba + MLP, attention + mixture
-        "jamba": TinyConfig("jamba", {"num_hidden_layers": 4, "intermediate_size": 128, "mamba_d_state": 8, "attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 3, "expert_layer_offset": 0, "num_experts": 4, "num_experts_per_tok": 2, "max_position_embeddings": 256}),
+        "jamba": TinyConfig(
+            "jamba",
+            {
+                "num_hidden_layers": 4,
+                "intermediate_size": 128,
+                "mamba_d_state": 8,
+                "attn_layer_period": 2,
+                "attn_layer_offset": 1,
+                "expert_layer_period": 3,
+                "expert_layer_offset": 0,
+                "num_experts": 4,
+                "num_experts_per_tok": 2,
+                "max_position_embeddings": 256,
+            },
+        ),
     },
 )

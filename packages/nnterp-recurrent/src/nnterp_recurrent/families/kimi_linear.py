@@ -10,6 +10,7 @@ import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import EProperty, SigmoidMoe
 from nnterp.families import default
 from nnterp.tiny import TinyConfig
+
 from torch import Tensor
 from transformers.models.kimi_linear import modeling_kimi_linear as modeling
 
@@ -47,7 +48,11 @@ class KimiDeltaAttention(LinearAttention):
     def value_dim(self) -> int:
         return self._module.head_dim
 
-    @EProperty(LinearAttention.kernel_at("inputs"), "The log of how much of each key channel of the state each token keeps", select="g")
+    @EProperty(
+        LinearAttention.kernel_at("inputs"),
+        "The log of how much of each key channel of the state each token keeps",
+        select="g",
+    )
     def decays(self, value: Tensor) -> ChannelGates:
         """The gate, ``[batch, seq, heads, key_dim]``: per key channel, the log of how much of the state a token keeps; non-positive.
 

@@ -12,6 +12,7 @@ import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import Mlp
 from nnterp.families import default
 from nnterp.tiny import TinyConfig
+
 from transformers.models.lfm2.modeling_lfm2 import Lfm2ShortConv
 
 from ..components import ShortConvolution

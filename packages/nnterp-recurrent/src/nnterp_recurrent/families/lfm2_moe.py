@@ -10,6 +10,7 @@ fused, with no shared expert.
 import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import SigmoidMoe
 from nnterp.tiny import TinyConfig
+
 from torch import Tensor
 from transformers.models.lfm2_moe.modeling_lfm2_moe import Lfm2MoeShortConv
 

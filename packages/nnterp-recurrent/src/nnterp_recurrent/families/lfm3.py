@@ -13,6 +13,7 @@ LFM2's, with a window of ``conv_L_cache`` (7) tokens.
 import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import GatedAttention, PostNormMlp, SandwichLayer
 from nnterp.tiny import TinyConfig
+
 from transformers.models.lfm3.modeling_lfm3 import Lfm3ShortConv
 
 from ..components import ShortConvolution
@@ -42,7 +43,9 @@ FAMILY = lfm2.FAMILY.replace(
     model_types=("lfm3",),
     modeling=("transformers.models.lfm3.modeling_lfm3",),
     rename={
-        **{native: standard for native, standard in lfm2.RENAME.items() if native != "self_attn.out_proj"},  # o_proj here
+        **{
+            native: standard for native, standard in lfm2.RENAME.items() if native != "self_attn.out_proj"
+        },  # o_proj here
         Lfm3ShortConv: "linear_attn",
         "post_operator_norm": "post_attention_layernorm",
         "ffn_norm": "pre_feedforward_layernorm",
@@ -56,6 +59,15 @@ FAMILY = lfm2.FAMILY.replace(
         "layers.*.linear_attn": PostNormShortConvolution,
     },
     # conv, sliding attention, conv, full attention: the window (7) spans the kit's shorter prompts whole
-    tiny={"lfm3": TinyConfig("lfm3", {"num_hidden_layers": 4, "layer_types": ["conv", "sliding_attention", "conv", "full_attention"], "sliding_window": 4})},
+    tiny={
+        "lfm3": TinyConfig(
+            "lfm3",
+            {
+                "num_hidden_layers": 4,
+                "layer_types": ["conv", "sliding_attention", "conv", "full_attention"],
+                "sliding_window": 4,
+            },
+        )
+    },
     skips={"lfm3": lfm2.SKIPS},
 )

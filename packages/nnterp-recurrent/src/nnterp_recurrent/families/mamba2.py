@@ -7,6 +7,7 @@ stream, so ``layer_input + linear_attn.attention_output == layer_output``.
 
 from nnterp import Layer
 from nnterp.tiny import TinyConfig
+
 from transformers.models.mamba2.modeling_mamba2 import Mamba2RMSNorm
 
 from ..components.state_space import StateSpace
@@ -25,7 +26,11 @@ FAMILY = RecurrentFamily(
         "mixer": "linear_attn",
     },
     envoys={"layers.*": Layer, "layers.*.linear_attn": StateSpace},
-    tiny={"mamba2": TinyConfig("mamba2", {"num_heads": 8, "head_dim": 16, "n_groups": 2, "state_size": 8, "chunk_size": 4})},
+    tiny={
+        "mamba2": TinyConfig(
+            "mamba2", {"num_heads": 8, "head_dim": 16, "n_groups": 2, "state_size": 8, "chunk_size": 4}
+        )
+    },
     skips={
         "mamba2": {
             "mid_stream": "no post_attention_layernorm module on this block",

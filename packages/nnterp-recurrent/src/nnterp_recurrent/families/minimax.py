@@ -16,13 +16,15 @@ from typing import Any
 
 import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import Attention, MixtralMoe, RescaledLayer
-from torch import Tensor
 from nnterp.families import default
 from nnterp.tiny import TinyConfig
+
+from torch import Tensor
 from transformers.models.minimax import modeling_minimax as modeling
 
 from ..components.lightning import LightningAttention
 from ..family import RecurrentFamily
+
 
 def _factor(name: str) -> Any:
     """The block's factor ``name`` (``attn_beta_factor`` ...), for a sublayer's envoy."""
@@ -70,10 +72,16 @@ FAMILY = RecurrentFamily(
         "minimax": TinyConfig(
             "minimax",
             {
-                "num_hidden_layers": 3, "layer_types": ["full_attention", "linear_attention", "full_attention"], "block_size": 4,
+                "num_hidden_layers": 3,
+                "layer_types": ["full_attention", "linear_attention", "full_attention"],
+                "block_size": 4,
                 # factors other than one (the config's defaults), so a contribution or a rescaling read without its factor shows
-                "full_attn_alpha_factor": 1.5, "full_attn_beta_factor": 0.7, "linear_attn_alpha_factor": 1.3,
-                "linear_attn_beta_factor": 0.8, "mlp_alpha_factor": 1.2, "mlp_beta_factor": 0.9,
+                "full_attn_alpha_factor": 1.5,
+                "full_attn_beta_factor": 0.7,
+                "linear_attn_alpha_factor": 1.3,
+                "linear_attn_beta_factor": 0.8,
+                "mlp_alpha_factor": 1.2,
+                "mlp_beta_factor": 0.9,
             },
         )
     },

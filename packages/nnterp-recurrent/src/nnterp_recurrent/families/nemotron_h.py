@@ -22,6 +22,7 @@ import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import Layer, Moe, SigmoidMoe, needs_grouped_experts, unavailable
 from nnterp.families import default
 from nnterp.tiny import TinyConfig
+
 from transformers.models.nemotron_h import modeling_nemotron_h as modeling
 
 from ..components.state_space import StateSpace
@@ -30,7 +31,11 @@ from ..family import RecurrentFamily
 #: a Mamba-2 mixer (Nemotron-H's own field names) and one block of each kind: Mamba-2, mixture, attention,
 #: dense MLP, then Mamba-2 again so a decode step crosses two mixers
 SIZES = {
-    "mamba_num_heads": 8, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 8, "chunk_size": 4,
+    "mamba_num_heads": 8,
+    "mamba_head_dim": 16,
+    "n_groups": 2,
+    "ssm_state_size": 8,
+    "chunk_size": 4,
     "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp", "linear_attention"],
     "moe_shared_expert_intermediate_size": 32,
 }
@@ -124,10 +129,17 @@ FAMILY = RecurrentFamily(
         modeling.NemotronHTopkRouter: "router",
     },
     # a dense MLP is a NemotronHMoe too: its routing values say it routes nothing
-    envoys={**default.FAMILY.envoys, "layers.*": NemotronHLayer, "layers.*.mlp": NemotronHMoe, "layers.*.linear_attn": StateSpace},
+    envoys={
+        **default.FAMILY.envoys,
+        "layers.*": NemotronHLayer,
+        "layers.*.mlp": NemotronHMoe,
+        "layers.*.linear_attn": StateSpace,
+    },
     tiny={
         # grouped sigmoid routing: 8 experts in 2 groups, one group kept, weights scaled
-        "nemotron_h": TinyConfig("nemotron_h", {**SIZES, "n_routed_experts": 8, "n_group": 2, "topk_group": 1, "routed_scaling_factor": 2.5}),
+        "nemotron_h": TinyConfig(
+            "nemotron_h", {**SIZES, "n_routed_experts": 8, "n_group": 2, "topk_group": 1, "routed_scaling_factor": 2.5}
+        ),
         # the routed experts run in a latent space between fc1_latent_proj and fc2_latent_proj
         "nemotron_h-latent": TinyConfig("nemotron_h", {**SIZES, "moe_latent_size": 32}),
     },

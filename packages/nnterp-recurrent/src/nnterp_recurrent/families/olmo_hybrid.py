@@ -12,6 +12,7 @@ import nnterp  # noqa: F401 - nnsight before transformers.models
 from nnterp import Layer, Mlp, PostNormAttention, PostNormLayer
 from nnterp.families import default
 from nnterp.tiny import TinyConfig
+
 from transformers.models.olmo_hybrid import modeling_olmo_hybrid as modeling
 
 from ..components import LinearAttention
@@ -23,7 +24,11 @@ class OlmoHybridMlp(Mlp):
     """The MLP of either kind of block: on an attention block its contribution is the post norm's output."""
 
     mlp_output = Mlp.mlp_output.at(
-        lambda envoy: "../post_feedforward_layernorm.output" if "post_feedforward_layernorm" in envoy.parent.__dict__ else "output",
+        lambda envoy: (
+            "../post_feedforward_layernorm.output"
+            if "post_feedforward_layernorm" in envoy.parent.__dict__
+            else "output"
+        ),
         select=None,
     )
 
@@ -32,7 +37,7 @@ class OlmoHybridDeltaNet(LinearAttention):
     """OLMo-Hybrid's gated DeltaNet: betas doubled where the config allows negative eigenvalues."""
 
     @property
-    def BETA_RANGE(self) -> tuple[float, float]:  # noqa: N802 - the class constant, per checkpoint here
+    def BETA_RANGE(self) -> tuple[float, float]:
         return (0.0, 2.0) if self._module.allow_neg_eigval else (0.0, 1.0)
 
 

@@ -15,9 +15,10 @@ import dataclasses
 from typing import Any
 
 import nnterp  # noqa: F401 - nnsight before transformers.models
-import torch
 from nnterp import Attention, Layer, Mlp
 from nnterp.tiny import TinyConfig
+
+import torch
 from transformers.models.recurrent_gemma import modeling_recurrent_gemma as modeling
 
 from ..components.rg_lru import RealGatedLRU

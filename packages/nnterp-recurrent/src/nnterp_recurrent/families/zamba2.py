@@ -19,6 +19,7 @@ from typing import Any
 
 from nnterp import Attention, Layer, Mlp, unavailable
 from nnterp.tiny import TinyConfig
+
 from torch import Tensor
 from transformers.models.zamba2 import modeling_zamba2 as modeling
 
@@ -45,13 +46,17 @@ def _hybrid(envoy: Any) -> bool:
     return isinstance(envoy._module, modeling.Zamba2HybridLayer)
 
 
-EMBEDDINGS_SHARED = "every hybrid block hands the embeddings (layers[0].layer_input) to the shared transformer, beside its stream"
+EMBEDDINGS_SHARED = (
+    "every hybrid block hands the embeddings (layers[0].layer_input) to the shared transformer, beside its stream"
+)
 
 
 class Zamba2Layer(Layer):
     """Either kind of Zamba2 block: on a hybrid one the attention's pre-norm is twice as wide and there is no mid stream."""
 
-    attention_norm_output = Layer.attention_norm_output.at(unavailable=lambda envoy: CONCAT_NORM if _hybrid(envoy) else None)
+    attention_norm_output = Layer.attention_norm_output.at(
+        unavailable=lambda envoy: CONCAT_NORM if _hybrid(envoy) else None
+    )
     layer_mid = Layer.layer_mid.at(unavailable=lambda envoy: NO_MID if _hybrid(envoy) else None)
 
     def read_beside_the_stream(self) -> str | None:
@@ -107,7 +112,21 @@ FAMILY = RecurrentFamily(
     },
     tiny={
         # blocks: mamba, hybrid, mamba, hybrid: one shared transformer, tied, with LoRA adapters (kv heads == heads) and rotary
-        "zamba2": TinyConfig("zamba2", {"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"], "n_mamba_heads": 8, "mamba_ngroups": 2, "mamba_d_state": 8, "chunk_size": 4, "num_key_value_heads": 4, "use_shared_attention_adapter": True, "adapter_rank": 8, "use_mem_rope": True}),
+        "zamba2": TinyConfig(
+            "zamba2",
+            {
+                "num_hidden_layers": 4,
+                "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"],
+                "n_mamba_heads": 8,
+                "mamba_ngroups": 2,
+                "mamba_d_state": 8,
+                "chunk_size": 4,
+                "num_key_value_heads": 4,
+                "use_shared_attention_adapter": True,
+                "adapter_rank": 8,
+                "use_mem_rope": True,
+            },
+        ),
     },
     skips={
         "zamba2": {

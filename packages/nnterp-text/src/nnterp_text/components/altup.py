@@ -37,12 +37,12 @@ mlp_output``, its ``stream_updates_add_up``. The family
 import math
 from typing import Any, ClassVar
 
-import torch
-from torch import Tensor
-
 from nnterp import EProperty, Layer, StreamLayer, unavailable
 from nnterp.descriptors import gradient_through, redefine
 from nnterp.layouts import Residual, StreamMixing, Streams, StreamWeights
+
+import torch
+from torch import Tensor
 
 #: the block's calls of AltUp's two steps, as its forward's source names them
 PREDICT, CORRECT = "source.self_altup_predict_0.source", "source.self_altup_correct_0.source"
@@ -159,7 +159,9 @@ class AltUpValues:
 
     attention_collapse_weights = StreamLayer.attention_collapse_weights.derived(_collapse_weights)
 
-    @EProperty("input_layernorm.input", "The active prediction: the one stream the sublayers run on", assign_in_place=True)
+    @EProperty(
+        "input_layernorm.input", "The active prediction: the one stream the sublayers run on", assign_in_place=True
+    )
     def attention_collapsed(self, value: Tensor) -> Residual:
         """The active prediction, ``[batch, seq, hidden_size]``: the stream the attention and LAuReL read, before their norm.
 
@@ -195,7 +197,9 @@ class AltUpValues:
 
     layer_mid = unavailable(NO_MID_STREAMS)
 
-    @EProperty("pre_feedforward_layernorm.input", "The one stream the MLP reads, before its pre-norm", assign_in_place=True)
+    @EProperty(
+        "pre_feedforward_layernorm.input", "The one stream the MLP reads, before its pre-norm", assign_in_place=True
+    )
     def mlp_collapsed(self, value: Tensor) -> Residual:
         """The active stream between the attention and the MLP, ``[batch, seq, hidden_size]``: what the MLP's pre-norm reads.
 
@@ -225,7 +229,9 @@ class AltUpValues:
         return value
 
     @EProperty(
-        lambda block: f"{CORRECT}.{'all_coefs_0' if block._module.training and block._module.config.altup_coef_clip is not None else 'all_coefs_1'}.output",
+        lambda block: (
+            f"{CORRECT}.{'all_coefs_0' if block._module.training and block._module.config.altup_coef_clip is not None else 'all_coefs_1'}.output"
+        ),
         "Each stream's share of the innovation",
     )
     def innovation_spread_weights(self, value: Tensor) -> StreamWeights:
@@ -285,10 +291,17 @@ class AltUpLayer(StreamLayer, AltUpValues):
                 AltUpValues.laurel_output.name,
                 "mlp.mlp_output",
             ),
-            "mid_terms": (StreamLayer.layer_input_rescaling.name, "self_attn.attention_output", AltUpValues.laurel_output.name),
+            "mid_terms": (
+                StreamLayer.layer_input_rescaling.name,
+                "self_attn.attention_output",
+                AltUpValues.laurel_output.name,
+            ),
         },
     }
-    norm_readers = {StreamLayer.attention_norm_output.name: "self_attn.input", StreamLayer.mlp_norm_output.name: "mlp.input"}
+    norm_readers = {
+        StreamLayer.attention_norm_output.name: "self_attn.input",
+        StreamLayer.mlp_norm_output.name: "mlp.input",
+    }
     #: the MLP's own values come just before the innovation AltUp computes from its output
     AFTER_MLP = AltUpValues.innovation.name
 

@@ -32,7 +32,11 @@ class AfmoeMoe(Moe):
 FAMILY = default.FAMILY.replace(
     name="afmoe",
     model_types=("afmoe",),
-    rename={**default.FAMILY.rename, "pre_mlp_layernorm": "pre_feedforward_layernorm", "post_mlp_layernorm": "post_feedforward_layernorm"},
+    rename={
+        **default.FAMILY.rename,
+        "pre_mlp_layernorm": "pre_feedforward_layernorm",
+        "post_mlp_layernorm": "post_feedforward_layernorm",
+    },
     envoys={**gemma2.FAMILY.envoys, "layers.*.self_attn": AfmoeAttention, "layers.*.mlp": AfmoeMoe},
     tiny={"afmoe": TinyConfig("afmoe")},
 )

@@ -6,6 +6,7 @@ Its sparse blocks are DeepSeek-V3's mixture but for one line: grouped routing
 """
 
 from nnterp import SigmoidMoe, TinyConfig
+
 from torch import Tensor
 
 from ..tiny import GROUPED_ROUTE, INDEXER, MLA, ROUTE, SPARSE

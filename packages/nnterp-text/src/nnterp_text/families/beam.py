@@ -20,11 +20,12 @@ weights instead. The logits are softcapped.
 import math
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import GatedAttention, Moe, PostNormAttention, PostNormMlp, RescaledLayer, SandwichLayer, TinyConfig
 
+from torch import Tensor
+
 from . import deepseek_v3, gemma2
+
 
 def _depth_scale(add: int) -> float:
     """What the stream is multiplied by at the model's ``add``-th residual add: ``sqrt((add - 1) / add)``."""
@@ -69,7 +70,12 @@ FAMILY = gemma2.FAMILY.replace(
     name="beam",
     model_types=("beam",),
     rename=deepseek_v3.FAMILY.rename,
-    envoys={**gemma2.FAMILY.envoys, "layers.*": BeamLayer, "layers.*.self_attn": BeamAttention, "layers.*.mlp": BeamMoe},
+    envoys={
+        **gemma2.FAMILY.envoys,
+        "layers.*": BeamLayer,
+        "layers.*.self_attn": BeamAttention,
+        "layers.*.mlp": BeamMoe,
+    },
     # Beam's default n_group=8 cannot split the shrunk experts
     tiny={"beam": TinyConfig("beam", {"num_experts": 8, "n_group": 4, "topk_group": 2, "sliding_window": 4})},
 )

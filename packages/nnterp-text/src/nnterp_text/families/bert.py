@@ -20,9 +20,9 @@ family: ``rename`` gives their prefixes, ``tiny_decoder`` their checkpoints.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, Family, Mlp, PostNormLayer, TinyConfig, each_interior, unavailable
+
+from torch import Tensor
 
 from .openai_gpt import POST_LN, POST_LN_SKIPS
 
@@ -79,7 +79,11 @@ class BertAttention(Attention):
 class BertMlp(Mlp):
     mlp_output = unavailable(
         POST_LN.format(
-            sublayer="MLP", stream="layer_output", norm="output.LayerNorm", residual="layer_mid", native="mlp.down_proj.output"
+            sublayer="MLP",
+            stream="layer_output",
+            norm="output.LayerNorm",
+            residual="layer_mid",
+            native="mlp.down_proj.output",
         )
     )
     # the intermediate returns act(dense(x)): the activation's output is the neurons the block's output.dense sums

@@ -2,7 +2,6 @@
 
 from . import bert
 
-
 FAMILY = bert.FAMILY.replace(
     name="bert_generation",
     model_types=("bert-generation",),

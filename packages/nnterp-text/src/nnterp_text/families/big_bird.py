@@ -19,7 +19,6 @@ from nnterp import each_interior
 from . import bert, post_ln_own_attention
 from .post_ln_own_attention import OwnArithmeticBertAttention
 
-
 BLOCK_SPARSE = (
     'attention_type="block_sparse": BigBirdBlockSparseAttention computes the pattern in pieces inside its '
     "bigbird_block_sparse_attention helper (first, second, band, second-to-last and last query blocks, each its own "

@@ -9,10 +9,9 @@ serves its head outputs unfolded, and MPT's and Falcon's too.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, Family, HeadOutputs, Layer, Mlp, TinyConfig, TokenEProperty, interface_reason, seq_first
 
+from torch import Tensor
 
 POST_LAYERNORM_RESIDUAL = (
     "apply_residual_connection_post_layernorm=True: each sublayer is added to its pre-norm's output, "
@@ -81,9 +80,7 @@ class BloomAttention(Attention):
         alibi = self.inputs[1]["alibi"]
         return self._module.beta * alibi.view(-1, self.num_heads, *alibi.shape[1:])
 
-    @HeadOutputsView(
-        "source.torch_bmm_0.output", Attention.attention_head_outputs.description, interface_reason
-    )
+    @HeadOutputsView("source.torch_bmm_0.output", Attention.attention_head_outputs.description, interface_reason)
     def attention_head_outputs(self, value: Tensor) -> HeadOutputs:
         """Each head's output, ``[batch, seq, num_heads, head_dim]``: ``bmm(pattern, values)``, unfolded.
 

@@ -2,7 +2,6 @@
 
 from . import bert, roberta
 
-
 FAMILY = roberta.FAMILY.replace(
     name="camembert",
     model_types=("camembert",),

@@ -4,7 +4,6 @@ from nnterp import ParallelLayer, TinyConfig
 from nnterp.families import default
 from nnterp.logits import times_logit_scale
 
-
 #: Cohere's logit scale away from its defaults, so a missing project_on_vocab cannot pass
 COHERE_SCALE = {"logit_scale": 0.3}
 
@@ -17,7 +16,19 @@ FAMILY = default.FAMILY.replace(
         "cohere": TinyConfig("cohere", {"num_hidden_layers": 3, "use_qk_norm": True, **COHERE_SCALE}),
         "cohere2": TinyConfig("cohere2", {"num_hidden_layers": 3, "sliding_window": 4, **COHERE_SCALE}),
         # the class default rope_parameters={} crashes: rope for the sliding layers, none (NoPE) for the full ones
-        "cohere_compass_text": TinyConfig("cohere_compass_text", {"num_hidden_layers": 3, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention", "sliding_attention"], "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}, "full_attention": None}, **COHERE_SCALE}),
+        "cohere_compass_text": TinyConfig(
+            "cohere_compass_text",
+            {
+                "num_hidden_layers": 3,
+                "sliding_window": 4,
+                "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                "rope_parameters": {
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+                    "full_attention": None,
+                },
+                **COHERE_SCALE,
+            },
+        ),
     },
     skips={
         "cohere": {

@@ -29,7 +29,7 @@ class CohereMoe(Moe):
     shared_expert_output = Moe.shared_expert_output.scaled(combination)
 
     @property
-    def SCORING(self) -> str:  # noqa: N802 - Moe's knob, read off the router
+    def SCORING(self) -> str:
         """The router's ``expert_selection_fn``: "softmax" or "sigmoid"."""
         return self.router._module.expert_selection_fn
 
@@ -39,7 +39,13 @@ class CohereMoe(Moe):
 
 
 #: three blocks, the first dense, with a shared expert beside the routed ones
-MIXTURE = {"num_hidden_layers": 3, "sliding_window": 4, "mlp_layer_types": ["dense", "sparse", "sparse"], "num_shared_experts": 1, **COHERE_SCALE}
+MIXTURE = {
+    "num_hidden_layers": 3,
+    "sliding_window": 4,
+    "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "num_shared_experts": 1,
+    **COHERE_SCALE,
+}
 
 FAMILY = cohere.FAMILY.replace(
     name="cohere2_moe",
@@ -49,7 +55,9 @@ FAMILY = cohere.FAMILY.replace(
     tiny={
         "cohere2_moe": TinyConfig("cohere2_moe", MIXTURE),
         # the sigmoid router, its shared expert summed rather than averaged
-        "cohere2_moe-sigmoid": TinyConfig("cohere2_moe", {**MIXTURE, "expert_selection_fn": "sigmoid", "shared_expert_combination_strategy": "sum"}),
+        "cohere2_moe-sigmoid": TinyConfig(
+            "cohere2_moe", {**MIXTURE, "expert_selection_fn": "sigmoid", "shared_expert_combination_strategy": "sum"}
+        ),
     },
     skips={
         "cohere2_moe": {

@@ -3,7 +3,6 @@
 from nnterp import TinyConfig
 from nnterp.families import default
 
-
 FAMILY = default.FAMILY.replace(
     name="ctrl",
     model_types=("ctrl",),

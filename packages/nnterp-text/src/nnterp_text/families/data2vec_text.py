@@ -2,7 +2,6 @@
 
 from . import bert, roberta
 
-
 FAMILY = roberta.FAMILY.replace(
     name="data2vec_text",
     model_types=("data2vec-text",),

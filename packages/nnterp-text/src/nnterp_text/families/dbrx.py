@@ -13,9 +13,9 @@ The experts run their own loop over experts, so each slot's output is never
 held: ``expert_outputs`` says so.
 """
 
-from torch import Tensor
-
 from nnterp import Attention, Family, Layer, Moe, TinyConfig, unavailable
+
+from torch import Tensor
 
 OWN_LOOP = (
     "DBRX's experts run their own loop, one call of experts.mlp per expert chosen, so the slots' outputs are "
@@ -42,7 +42,12 @@ class DbrxMoe(Moe):
 
 
 #: DBRX's sizes, shrunk: its config nests the attention's and the FFN's
-SIZES = {"n_layers": 3, "n_heads": 4, "max_seq_len": 256, "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 10000.0}}
+SIZES = {
+    "n_layers": 3,
+    "n_heads": 4,
+    "max_seq_len": 256,
+    "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 10000.0},
+}
 #: the mixture's sizes
 FFN = {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}
 

@@ -28,9 +28,22 @@ FAMILY = deepseek_v3.FAMILY.replace(
     model_types=("deepseek_v2",),
     envoys={**deepseek_v3.FAMILY.envoys, "layers.*.mlp": DeepseekV2Moe},
     tiny={
-        "deepseek_v2": TinyConfig("deepseek_v2", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_experts_per_tok": 2}),
+        "deepseek_v2": TinyConfig(
+            "deepseek_v2",
+            {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_experts_per_tok": 2},
+        ),
         # grouped routing: eight experts in four groups, the best two groups kept, two experts chosen
         # group_limited_greedy: the best single score picks the groups; scaled
-        "deepseek_v2-grouped": TinyConfig("deepseek_v2", {**MLA, **GROUPED_ROUTE, "topk_method": "group_limited_greedy", "routed_scaling_factor": 2.5, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
+        "deepseek_v2-grouped": TinyConfig(
+            "deepseek_v2",
+            {
+                **MLA,
+                **GROUPED_ROUTE,
+                "topk_method": "group_limited_greedy",
+                "routed_scaling_factor": 2.5,
+                "num_hidden_layers": 3,
+                "first_k_dense_replace": 1,
+            },
+        ),
     },
 )

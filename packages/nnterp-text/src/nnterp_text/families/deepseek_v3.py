@@ -13,7 +13,6 @@ from nnterp.families import default
 
 from ..tiny import GROUPED_ROUTE, INDEXER, MLA, ROUTE, SPARSE
 
-
 FAMILY = default.FAMILY.replace(
     name="deepseek_v3",
     model_types=("deepseek_v3", "deepseek_v32", "dots1", "glm4_moe", "glm4_moe_lite", "exaone_moe", "solar_open"),
@@ -21,7 +20,9 @@ FAMILY = default.FAMILY.replace(
     envoys={**default.FAMILY.envoys, "layers.*.mlp": SigmoidMoe},
     tiny={
         "deepseek_v3": TinyConfig("deepseek_v3", {**MLA, **ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
-        "deepseek_v3-grouped": TinyConfig("deepseek_v3", {**MLA, **GROUPED_ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}),
+        "deepseek_v3-grouped": TinyConfig(
+            "deepseek_v3", {**MLA, **GROUPED_ROUTE, "num_hidden_layers": 3, "first_k_dense_replace": 1}
+        ),
         "deepseek_v32": TinyConfig("deepseek_v32", {**MLA, **ROUTE, **SPARSE, **INDEXER, "num_hidden_layers": 3}),
         "glm4_moe_lite": TinyConfig("glm4_moe_lite", {**MLA, **SPARSE, "num_hidden_layers": 3}),
         **{model_type: TinyConfig(model_type) for model_type in ("dots1", "glm4_moe", "exaone_moe", "solar_open")},

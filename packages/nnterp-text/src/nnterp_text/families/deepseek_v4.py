@@ -29,7 +29,6 @@ from nnterp.logits import unembed
 
 from .sinks import SinkAttention, interior
 
-
 COMPRESSED = (
     "a compressed layer: its compressor appends pooled entries to the keys and values, so they, the scores and the "
     "pattern run over seq + compressed entries, not the sequence"

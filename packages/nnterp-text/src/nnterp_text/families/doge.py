@@ -11,10 +11,10 @@ include theirs.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, Mlp, RescaledLayer, TinyConfig
 from nnterp.families import default
+
+from torch import Tensor
 
 
 class DogeLayer(RescaledLayer):
@@ -50,7 +50,12 @@ class CrossDomainMlp(Mlp):
 FAMILY = default.FAMILY.replace(
     name="doge",
     model_types=("doge",),
-    envoys={**default.FAMILY.envoys, "layers.*": DogeLayer, "layers.*.self_attn": DynamicMaskAttention, "layers.*.mlp": CrossDomainMlp},
+    envoys={
+        **default.FAMILY.envoys,
+        "layers.*": DogeLayer,
+        "layers.*.self_attn": DynamicMaskAttention,
+        "layers.*.mlp": CrossDomainMlp,
+    },
     tiny={"doge": TinyConfig("doge", {"keep_window_size": 4})},
     half_precision_failures={
         "doge": {

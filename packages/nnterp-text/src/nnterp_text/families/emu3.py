@@ -8,6 +8,7 @@ registers the missing entry, as transformers' own mapping would.
 
 from nnterp import TinyConfig  # nnterp (and so nnsight) before transformers' models
 from nnterp.families import default
+
 from transformers import AutoModelForCausalLM, Emu3ForCausalLM, Emu3TextConfig
 
 AutoModelForCausalLM.register(Emu3TextConfig, Emu3ForCausalLM, exist_ok=True)

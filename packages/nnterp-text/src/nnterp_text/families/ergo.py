@@ -25,11 +25,11 @@ weighted slots side by side. The shared expert ends in a norm too, inside it.
 
 from typing import Any
 
+from nnterp import Moe, PostNormAttention, PostNormMlp, RescaledLayer, SandwichLayer, SigmoidMoe, TinyConfig
+
 import torch
 from torch import Tensor
 from torch.nn import functional as F
-
-from nnterp import Moe, PostNormAttention, PostNormMlp, RescaledLayer, SandwichLayer, SigmoidMoe, TinyConfig
 
 from . import beam
 

@@ -2,7 +2,6 @@
 
 from . import bert
 
-
 FAMILY = bert.FAMILY.replace(
     name="ernie",
     model_types=("ernie",),

@@ -7,9 +7,9 @@ probabilities and divides by their sum clamped below at ``moe_norm_min``.
 ``moe_layer_start_index .. moe_layer_end_index`` are dense.
 """
 
-from torch import Tensor
-
 from nnterp import Moe, TinyConfig
+
+from torch import Tensor
 
 from . import olmoe
 

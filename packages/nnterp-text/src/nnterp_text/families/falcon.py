@@ -13,9 +13,9 @@ contributions; the block adds them.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import PARALLEL, Attention, EProperty, Family, Layer, Mlp, Residual, TinyConfig
+
+from torch import Tensor
 
 from . import bloom
 
@@ -88,8 +88,13 @@ FAMILY = Family(
     # rotary, multi-query, parallel (7B); ALiBi, sequential (RW); the new decoder architecture (40B)
     tiny={
         "falcon": TinyConfig("falcon", {"num_hidden_layers": 3}),
-        "falcon-alibi": TinyConfig("falcon", {"num_hidden_layers": 3, "alibi": True, "multi_query": False, "parallel_attn": False, "bias": True}),
-        "falcon-new-decoder": TinyConfig("falcon", {"num_hidden_layers": 3, "new_decoder_architecture": True, "num_kv_heads": 2}),
+        "falcon-alibi": TinyConfig(
+            "falcon",
+            {"num_hidden_layers": 3, "alibi": True, "multi_query": False, "parallel_attn": False, "bias": True},
+        ),
+        "falcon-new-decoder": TinyConfig(
+            "falcon", {"num_hidden_layers": 3, "new_decoder_architecture": True, "num_kv_heads": 2}
+        ),
     },
     skips={
         "falcon": {

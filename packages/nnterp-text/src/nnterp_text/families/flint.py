@@ -11,7 +11,6 @@ from nnterp import SigmoidMoe, TinyConfig
 
 from . import gpt_oss
 
-
 FAMILY = gpt_oss.FAMILY.replace(
     name="flint",
     model_types=("flint",),

@@ -9,7 +9,6 @@ from nnterp import PostNormAttention, PostNormMlp, SandwichLayer, TinyConfig
 from nnterp.families import default
 from nnterp.logits import softcapped
 
-
 FAMILY = default.FAMILY.replace(
     name="gemma2",
     model_types=("gemma2", "gemma3_text"),

@@ -12,11 +12,11 @@ works unchanged.
 
 from typing import Any
 
-import torch
-from torch import Tensor
-
 from nnterp import PostNormAttention, TinyConfig
 from nnterp.logits import softcapped
+
+import torch
+from torch import Tensor
 
 from ..components.altup import CORRECT as CORRECT
 from ..components.altup import PREDICT as PREDICT
@@ -55,5 +55,20 @@ FAMILY = gemma2.FAMILY.replace(
     model_types=("gemma3n_text",),
     envoys={**gemma2.FAMILY.envoys, "layers.*": AltUpLayer, "layers.*.self_attn": LaurelAttention},
     project_on_vocab=collapsed_for_the_head,
-    tiny={"gemma3n_text": TinyConfig("gemma3n_text", {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2, "num_kv_shared_layers": 2, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "laurel_rank": 8, "sliding_window": 4, "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0], "intermediate_size": 128})},
+    tiny={
+        "gemma3n_text": TinyConfig(
+            "gemma3n_text",
+            {
+                "num_hidden_layers": 4,
+                "layer_types": ["sliding_attention", "full_attention"] * 2,
+                "num_kv_shared_layers": 2,
+                "hidden_size_per_layer_input": 16,
+                "vocab_size_per_layer_input": 320,
+                "laurel_rank": 8,
+                "sliding_window": 4,
+                "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0],
+                "intermediate_size": 128,
+            },
+        )
+    },
 )

@@ -23,11 +23,11 @@ before adding them, so the dense MLP is no additive shared expert and
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Layer, Moe, PostNormMlp, SandwichLayer, ScaledOutputLayer, TinyConfig
-from nnterp.reasons import NO_PER_LAYER_INPUT
 from nnterp.components.moe import WEIGHTED_SLOTS
+from nnterp.reasons import NO_PER_LAYER_INPUT
+
+from torch import Tensor
 
 from . import gemma2
 
@@ -94,9 +94,13 @@ class PerLayerInputLayer(SandwichLayer):
     """Gemma 2's sandwich block, on a model that feeds every block a per-layer input made from the embeddings."""
 
     def read_beside_the_stream(self) -> str | None:
-        return PER_LAYER_INPUTS if self.index == 0 and getattr(self._module, "hidden_size_per_layer_input", None) else None
+        return (
+            PER_LAYER_INPUTS if self.index == 0 and getattr(self._module, "hidden_size_per_layer_input", None) else None
+        )
 
-    per_layer_input_output = Layer.per_layer_input_output.at("post_per_layer_input_norm.output", unavailable=_no_per_layer_input)
+    per_layer_input_output = Layer.per_layer_input_output.at(
+        "post_per_layer_input_norm.output", unavailable=_no_per_layer_input
+    )
 
 
 class ScaledStreamLayer(ScaledOutputLayer, PerLayerInputLayer):
@@ -107,7 +111,14 @@ class ScaledStreamLayer(ScaledOutputLayer, PerLayerInputLayer):
 
 
 #: per-layer head widths and inputs shrunk, and a softcap that bites
-SIZES = {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 16, "vocab_size_per_layer_input": 320, "sliding_window": 4, "final_logit_softcapping": 3.0}
+SIZES = {
+    "head_dim": 16,
+    "global_head_dim": 32,
+    "hidden_size_per_layer_input": 16,
+    "vocab_size_per_layer_input": 320,
+    "sliding_window": 4,
+    "final_logit_softcapping": 3.0,
+}
 
 FAMILY = gemma2.FAMILY.replace(
     name="gemma4_text",
@@ -116,6 +127,9 @@ FAMILY = gemma2.FAMILY.replace(
     tiny={
         **{model_type: TinyConfig(model_type, {**SIZES}) for model_type in ("gemma4_text", "gemma4_unified_text")},
         # its mixture switched on
-        "gemma4_text-moe": TinyConfig("gemma4_text", {**SIZES, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}),
+        "gemma4_text-moe": TinyConfig(
+            "gemma4_text",
+            {**SIZES, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32},
+        ),
     },
 )

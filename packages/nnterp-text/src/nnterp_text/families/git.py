@@ -16,7 +16,6 @@ from nnterp import TinyConfig
 
 from . import bert, post_ln_own_attention
 
-
 FAMILY = post_ln_own_attention.FAMILY.replace(
     name="git",
     model_types=("git",),

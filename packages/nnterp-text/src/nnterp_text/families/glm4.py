@@ -4,7 +4,6 @@ sublayer's output, ``post_self_attn_layernorm`` and ``post_mlp_layernorm``, whos
 from nnterp import Glm4Attention, Glm4Mlp, TinyConfig
 from nnterp.families import default
 
-
 FAMILY = default.FAMILY.replace(
     name="glm4",
     model_types=("glm4",),

@@ -38,5 +38,10 @@ FAMILY = deepseek_v3.FAMILY.replace(
     model_types=("glm_moe_dsa",),
     envoys={**deepseek_v3.FAMILY.envoys, "layers.*": CarryingLayer},
     # every indexer full: skipping a full one leaves a shared one after it without indices, and the model errors
-    tiny={"glm_moe_dsa": TinyConfig("glm_moe_dsa", {**MLA, **SPARSE, **INDEXER, "num_hidden_layers": 3, "indexer_types": ["full", "full", "full"]})},
+    tiny={
+        "glm_moe_dsa": TinyConfig(
+            "glm_moe_dsa",
+            {**MLA, **SPARSE, **INDEXER, "num_hidden_layers": 3, "indexer_types": ["full", "full", "full"]},
+        )
+    },
 )

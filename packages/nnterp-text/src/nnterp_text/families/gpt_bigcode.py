@@ -5,7 +5,6 @@ from nnterp.families import default
 
 from . import gpt2
 
-
 FAMILY = gpt2.FAMILY.replace(
     name="gpt_bigcode",
     model_types=("gpt_bigcode",),

@@ -30,5 +30,15 @@ FAMILY = default.FAMILY.replace(
     },
     envoys={**default.FAMILY.envoys, "layers.*": GPTNeoLayer, "layers.*.self_attn": GPTNeoAttention},
     # a global and a local layer, the window short enough to bite on a test prompt
-    tiny={"gpt_neo": TinyConfig("gpt_neo", {"num_layers": 3, "num_heads": 4, "attention_types": [[["global", "local"], 1], [["global"], 1]], "window_size": 4})},
+    tiny={
+        "gpt_neo": TinyConfig(
+            "gpt_neo",
+            {
+                "num_layers": 3,
+                "num_heads": 4,
+                "attention_types": [[["global", "local"], 1], [["global"], 1]],
+                "window_size": 4,
+            },
+        )
+    },
 )

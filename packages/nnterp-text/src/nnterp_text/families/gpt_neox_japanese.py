@@ -48,6 +48,12 @@ FAMILY = Family(
         "mlp.dense_4h_to_h": "mlp.down_proj",
         "mlp.act": "mlp.act_fn",
     },
-    envoys={"layers.*": NeoXJapaneseLayer, "layers.*.self_attn": NeoXJapaneseAttention, "layers.*.mlp": NeoXJapaneseMlp},
-    tiny={"gpt_neox_japanese": TinyConfig("gpt_neox_japanese", {"num_hidden_layers": 3, "intermediate_multiple_size": 2})},
+    envoys={
+        "layers.*": NeoXJapaneseLayer,
+        "layers.*.self_attn": NeoXJapaneseAttention,
+        "layers.*.mlp": NeoXJapaneseMlp,
+    },
+    tiny={
+        "gpt_neox_japanese": TinyConfig("gpt_neox_japanese", {"num_hidden_layers": 3, "intermediate_multiple_size": 2})
+    },
 )

@@ -12,7 +12,6 @@ from nnterp.families import default
 
 from .sinks import SinkAttention
 
-
 FAMILY = default.FAMILY.replace(
     name="gpt_oss",
     model_types=("gpt_oss",),

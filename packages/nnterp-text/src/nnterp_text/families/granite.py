@@ -10,9 +10,13 @@ from nnterp import GraniteAttention, GraniteMlp, TinyConfig
 from nnterp.families import default
 from nnterp.logits import divided_by_logits_scaling
 
-
 #: Granite's multipliers away from one, so a contribution read unscaled cannot pass
-GRANITE_SCALES = {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_multiplier": 3.0, "attention_multiplier": 0.2}
+GRANITE_SCALES = {
+    "residual_multiplier": 0.3,
+    "logits_scaling": 2.5,
+    "embedding_multiplier": 3.0,
+    "attention_multiplier": 0.2,
+}
 
 FAMILY = default.FAMILY.replace(
     name="granite",

@@ -15,5 +15,9 @@ FAMILY = granite.FAMILY.replace(
     name="granite_swa",
     model_types=("granite_swa",),
     envoys={**granite.FAMILY.envoys, "layers.*.self_attn": GraniteSWAAttention},
-    tiny={"granite_swa": TinyConfig("granite_swa", {**GRANITE_SCALES, "sliding_window": 4, "layer_rope_theta": [10000.0, 0]})},
+    tiny={
+        "granite_swa": TinyConfig(
+            "granite_swa", {**GRANITE_SCALES, "sliding_window": 4, "layer_rope_theta": [10000.0, 0]}
+        )
+    },
 )

@@ -12,7 +12,6 @@ from nnterp import GraniteMoe, TinyConfig
 from . import granite
 from .granite import GRANITE_SCALES
 
-
 FAMILY = granite.FAMILY.replace(
     name="granitemoe",
     model_types=("granitemoe",),

@@ -15,7 +15,6 @@ from nnterp import GraniteMoeShared, SharedMlpLayer, TinyConfig
 from . import granitemoe
 from .granite import GRANITE_SCALES
 
-
 FAMILY = granitemoe.FAMILY.replace(
     name="granitemoeshared",
     model_types=("granitemoeshared",),

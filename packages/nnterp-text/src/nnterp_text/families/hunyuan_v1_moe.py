@@ -19,7 +19,11 @@ FAMILY = olmoe.FAMILY.replace(
     model_types=("hunyuan_v1_moe",),
     rename={**olmoe.FAMILY.rename, "mlp.shared_mlp": "mlp.shared_experts"},
     envoys={**olmoe.FAMILY.envoys, "layers.*.mlp": HunYuanMoe},
-    tiny={"hunyuan_v1_moe": TinyConfig("hunyuan_v1_moe", {"num_hidden_layers": 3, "head_dim": 16, "num_experts": 4, "moe_topk": 2})},
+    tiny={
+        "hunyuan_v1_moe": TinyConfig(
+            "hunyuan_v1_moe", {"num_hidden_layers": 3, "head_dim": 16, "num_experts": 4, "moe_topk": 2}
+        )
+    },
     skips={
         "hunyuan_v1_moe": {
             "neurons_make_contribution": "a mixture of experts",

@@ -19,5 +19,9 @@ FAMILY = default.FAMILY.replace(
     model_types=("hyperclovax",),
     envoys={**default.FAMILY.envoys, "layers.*.self_attn": HyperClovaXAttention, "layers.*.mlp": HyperClovaXMlp},
     project_on_vocab=times_logits_scaling,
-    tiny={"hyperclovax": TinyConfig("hyperclovax", {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_multiplier": 3.0})},
+    tiny={
+        "hyperclovax": TinyConfig(
+            "hyperclovax", {"residual_multiplier": 0.3, "logits_scaling": 2.5, "embedding_multiplier": 3.0}
+        )
+    },
 )

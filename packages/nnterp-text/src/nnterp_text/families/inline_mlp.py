@@ -12,6 +12,7 @@ block's own envoys, and their values are served as usual.
 from typing import Any, ClassVar
 
 from nnterp import Layer, Mlp, Unavailable, unavailable
+
 from torch import Tensor, nn
 
 NO_MODULE = (

@@ -5,11 +5,11 @@ and weighs each chosen expert by the sigmoid of its logit, renormalized when
 ``norm_topk_prob`` is set; it does not scale. A shared expert runs beside.
 """
 
-import torch
-from torch import Tensor
-
 from nnterp import Moe, TinyConfig
 from nnterp.families import default
+
+import torch
+from torch import Tensor
 
 from . import glm4
 

@@ -28,7 +28,13 @@ class LagunaMoe(SigmoidMoe):
 
 
 #: a full, a sliding (twice the heads) and a full block
-LAYERS = {"num_hidden_layers": 3, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"], "sliding_window": 4, "num_attention_heads_per_layer": [4, 8, 4]}
+LAYERS = {
+    "num_hidden_layers": 3,
+    **SPARSE,
+    "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+    "sliding_window": 4,
+    "num_attention_heads_per_layer": [4, 8, 4],
+}
 
 FAMILY = default.FAMILY.replace(
     name="laguna",
@@ -38,6 +44,8 @@ FAMILY = default.FAMILY.replace(
     tiny={
         "laguna": TinyConfig("laguna", LAYERS),
         # softcapped router logits and a routed sum the block scales (the plain tiny has both off)
-        "laguna-scaled": TinyConfig("laguna", {**LAYERS, "moe_routed_scaling_factor": 2.5, "moe_router_logit_softcapping": 0.5}),
+        "laguna-scaled": TinyConfig(
+            "laguna", {**LAYERS, "moe_routed_scaling_factor": 2.5, "moe_router_logit_softcapping": 0.5}
+        ),
     },
 )

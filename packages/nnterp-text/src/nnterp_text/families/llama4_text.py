@@ -26,12 +26,12 @@ The mixture returns ``(out, router_logits)`` with ``out`` flat over tokens,
 so ``mlp_output`` is served as ``[batch, seq, hidden]`` like the routing values.
 """
 
-from torch import Tensor
-
 from nnterp import Moe, TinyConfig, TokenEProperty
 from nnterp.descriptors import gradient_through
 from nnterp.families import default
 from nnterp.layouts import Residual
+
+from torch import Tensor
 
 INPUT_SCALED = (
     "Llama 4 multiplies each expert's input by its sigmoid score, not its output, and holds the scores "
@@ -84,7 +84,12 @@ class Llama4Moe(Moe):
 FAMILY = default.FAMILY.replace(
     name="llama4_text",
     model_types=("llama4_text",),
-    rename={**default.FAMILY.rename, "feed_forward": "mlp", "shared_expert": "shared_experts", "activation_fn": "act_fn"},
+    rename={
+        **default.FAMILY.rename,
+        "feed_forward": "mlp",
+        "shared_expert": "shared_experts",
+        "activation_fn": "act_fn",
+    },
     envoys={**default.FAMILY.envoys, "layers.*.mlp": Llama4Moe},
     tiny={
         "llama4_text": TinyConfig("llama4_text"),

@@ -27,11 +27,11 @@ when the mixture has identity experts.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, EProperty, Layer, Moe, TinyConfig, each_interior, needs_grouped_experts
 from nnterp.families import default
 from nnterp.layouts import Residual
+
+from torch import Tensor
 
 
 class LongcatFlashLayer(Layer):
@@ -68,7 +68,13 @@ class LongcatFlashLayer(Layer):
 
     def contributions(self) -> tuple[str, ...]:
         # in the order the layer computes them: the shortcut mixture runs before the first dense MLP, and is added last
-        return ("self_attn.attention_output", "mlp.mlp_output", "first_mlp_output", "second_attention_output", "second_mlp_output")
+        return (
+            "self_attn.attention_output",
+            "mlp.mlp_output",
+            "first_mlp_output",
+            "second_attention_output",
+            "second_mlp_output",
+        )
 
     def read_again(self) -> tuple[str, ...]:
         # the second sub-block reads the stream the first MLP's and the second attention's outputs were added into
@@ -127,9 +133,26 @@ FAMILY = default.FAMILY.replace(
     name="longcat_flash",
     model_types=("longcat_flash",),
     rename={**default.FAMILY.rename, "self_attn.0.o_proj": "self_attn.o_proj"},
-    envoys={**default.FAMILY.envoys, "layers.*": LongcatFlashLayer, "layers.*.self_attn": LongcatFlashAttention, "layers.*.mlp": LongcatFlashMoe},
+    envoys={
+        **default.FAMILY.envoys,
+        "layers.*": LongcatFlashLayer,
+        "layers.*.self_attn": LongcatFlashAttention,
+        "layers.*.mlp": LongcatFlashMoe,
+    },
     # RoPE is sized by head_dim, which must equal qk_rope_head_dim; the aliased sizes are not shrunk by name
-    tiny={"longcat_flash": TinyConfig("longcat_flash", {"zero_expert_num": 2, "head_dim": 8, "num_key_value_heads": 4, "moe_topk": 2, "ffn_hidden_size": 128, "expert_ffn_hidden_size": 32})},
+    tiny={
+        "longcat_flash": TinyConfig(
+            "longcat_flash",
+            {
+                "zero_expert_num": 2,
+                "head_dim": 8,
+                "num_key_value_heads": 4,
+                "moe_topk": 2,
+                "ffn_hidden_size": 128,
+                "expert_ffn_hidden_size": 32,
+            },
+        )
+    },
     skips={
         "longcat_flash": {
             "neurons_make_contribution": "a mixture of experts",

@@ -16,9 +16,9 @@ first and served sequence first.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, Layer, seq_first
+
+from torch import Tensor
 
 from . import bert, pre_ln_bert
 from .own_attention import viewed
@@ -48,11 +48,15 @@ def _keys_last(envoy: Any, value: Tensor) -> Tensor:
 
 class MegatronBertAttention(PreLNBertAttention):
     attention_queries = Attention.attention_queries.at(f"{SELF}.torch_matmul_0.inputs", select=0)
-    attention_keys = viewed(Attention.attention_keys, f"{SELF}.key_layer_transpose_0.output", _keys_last, _keys_last, select=None)
+    attention_keys = viewed(
+        Attention.attention_keys, f"{SELF}.key_layer_transpose_0.output", _keys_last, _keys_last, select=None
+    )
     attention_values = Attention.attention_values.at(f"{SELF}.torch_matmul_1.inputs", select=1)
     attention_scores = Attention.attention_scores.at(f"{SELF}.nn_functional_softmax_0.input")
     attention_probabilities = Attention.attention_probabilities.at(f"{SELF}.self_dropout_0.output")
-    attention_head_outputs = viewed(Attention.attention_head_outputs, f"{SELF}.torch_matmul_1.output", _seq_first, _seq_first, select=None)
+    attention_head_outputs = viewed(
+        Attention.attention_head_outputs, f"{SELF}.torch_matmul_1.output", _seq_first, _seq_first, select=None
+    )
 
 
 FAMILY = pre_ln_bert.FAMILY.replace(

@@ -39,5 +39,17 @@ FAMILY = deepseek_v3.FAMILY.replace(
     name="mimo_v2_flash",
     model_types=("mimo_v2_flash",),
     envoys={**deepseek_v3.FAMILY.envoys, "layers.*.self_attn": MiMoAttention},
-    tiny={"mimo_v2_flash": TinyConfig("mimo_v2_flash", {"num_hidden_layers": 3, "head_dim": 24, "v_head_dim": 16, "sliding_window": 4, **SPARSE, "layer_types": ["full_attention", "sliding_attention", "full_attention"]})},
+    tiny={
+        "mimo_v2_flash": TinyConfig(
+            "mimo_v2_flash",
+            {
+                "num_hidden_layers": 3,
+                "head_dim": 24,
+                "v_head_dim": 16,
+                "sliding_window": 4,
+                **SPARSE,
+                "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+            },
+        )
+    },
 )

@@ -1,6 +1,7 @@
 """MiniMax-M2: DeepSeek-V3's sigmoid mixture without groups, the selection bias held by the block, always renormalizing."""
 
 from nnterp import SigmoidMoe, TinyConfig
+
 from torch import Tensor
 
 from . import deepseek_v3

@@ -4,7 +4,6 @@ from nnterp import MixtralMoe, TinyConfig
 
 from . import olmoe
 
-
 FAMILY = olmoe.FAMILY.replace(
     name="mixtral",
     model_types=("mixtral",),

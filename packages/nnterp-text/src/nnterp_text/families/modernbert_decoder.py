@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import TinyConfig
 from nnterp.families import default
+
+from torch import Tensor
 
 
 def project_on_vocab(model: Any, hidden: Tensor) -> Tensor:
@@ -29,5 +29,9 @@ FAMILY = default.FAMILY.replace(
         "mlp.Wo": "mlp.down_proj",
     },
     project_on_vocab=project_on_vocab,
-    tiny={"modernbert-decoder": TinyConfig("modernbert-decoder", {"num_hidden_layers": 3, "local_attention": 8, "cls_token_id": 0, "sep_token_id": 0})},
+    tiny={
+        "modernbert-decoder": TinyConfig(
+            "modernbert-decoder", {"num_hidden_layers": 3, "local_attention": 8, "cls_token_id": 0, "sep_token_id": 0}
+        )
+    },
 )

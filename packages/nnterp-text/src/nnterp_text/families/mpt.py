@@ -5,9 +5,9 @@ in ``F.dropout(...) + residual``, so its output is a stream and its
 contribution is the dropout's output.
 """
 
-from torch import Tensor
-
 from nnterp import Attention, Family, HeadOutputs, Layer, Mlp, TinyConfig, interface_reason
+
+from torch import Tensor
 
 from .bloom import HeadOutputsView
 

@@ -4,11 +4,15 @@ from nnterp import TinyConfig
 from nnterp.families import default
 from nnterp.logits import softcapped
 
-
 FAMILY = default.FAMILY.replace(
     name="nanochat",
     model_types=("nanochat",),
-    rename={**default.FAMILY.rename, "mlp.fc1": "mlp.up_proj", "mlp.activation_fn": "mlp.act_fn", "mlp.fc2": "mlp.down_proj"},
+    rename={
+        **default.FAMILY.rename,
+        "mlp.fc1": "mlp.up_proj",
+        "mlp.activation_fn": "mlp.act_fn",
+        "mlp.fc2": "mlp.down_proj",
+    },
     project_on_vocab=softcapped,
     tiny={"nanochat": TinyConfig("nanochat")},
 )

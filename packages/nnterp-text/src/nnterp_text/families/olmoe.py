@@ -8,7 +8,6 @@ mixtures (Qwen3-MoE, Mellum, Mixtral ...) are this family or a diff of it.
 from nnterp import Moe, TinyConfig
 from nnterp.families import default
 
-
 FAMILY = default.FAMILY.replace(
     name="olmoe",
     model_types=("olmoe", "qwen3_moe", "mellum"),

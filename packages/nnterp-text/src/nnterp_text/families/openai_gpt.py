@@ -14,12 +14,11 @@ where ``c_proj`` receives it, not at the module.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, Family, Mlp, PostNormLayer, TinyConfig, unavailable
 
-from .own_attention import HELPER, HelperAttention, viewed
+from torch import Tensor
 
+from .own_attention import HELPER, HelperAttention, viewed
 
 POST_LN = (
     "a post-LN block: it normalizes the stream after adding the {sublayer}'s output ({stream} = "
@@ -29,7 +28,10 @@ POST_LN = (
 
 #: what a post-LN block makes the kit skip: no additive decomposition of the stream, so no contribution to check
 POST_LN_SKIPS = {
-    **dict.fromkeys(("contribution", "contribution_at_every_step", "mid_stream", "toolkit_groups_sum_to_the_stream"), "a post-LN block"),
+    **dict.fromkeys(
+        ("contribution", "contribution_at_every_step", "mid_stream", "toolkit_groups_sum_to_the_stream"),
+        "a post-LN block",
+    ),
     # the norms follow the sublayers: nothing is called with a norm's output
     "norm_outputs_feed_the_sublayers": "a post-norm block",
 }
@@ -52,7 +54,9 @@ class PostLNLayer(PostNormLayer):
 
 class GPTAttention(HelperAttention):
     attention_output = unavailable(
-        POST_LN.format(sublayer="attention", stream="layer_mid", norm="ln_1", residual="layer_input", native="self_attn.output[0]")
+        POST_LN.format(
+            sublayer="attention", stream="layer_mid", norm="ln_1", residual="layer_input", native="self_attn.output[0]"
+        )
     )
     attention_keys = viewed(Attention.attention_keys, f"{HELPER}.inputs", _keys_last, _keys_last, select=1)
 

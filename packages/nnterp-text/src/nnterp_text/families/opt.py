@@ -2,15 +2,14 @@
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, EProperty, Family, FamilyMismatch, Layer, Mlp, TinyConfig, TokenEProperty
 from nnterp.logits import unembed
+
+from torch import Tensor
 
 from .inline_mlp import InlineMlp, InlineMlpLayer
 from .own_attention import viewed
 from .xglm import PROJECTED_HEADS
-
 
 POST_LN = (
     "do_layer_norm_before=False (OPT-350m): a post-LN model, normalized after each sublayer is added "

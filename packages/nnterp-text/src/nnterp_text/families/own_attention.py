@@ -7,7 +7,8 @@ value, attention_mask)``: ``HelperAttention`` reads the interior there.
 as XGLM's ``[batch * heads, seq, head_dim]``.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nnterp import Attention, EProperty, seq_first
 

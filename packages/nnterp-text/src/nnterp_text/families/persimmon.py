@@ -5,7 +5,6 @@ from nnterp.families import default
 
 from . import gpt_neox, phi
 
-
 FAMILY = default.FAMILY.replace(
     name="persimmon",
     model_types=("persimmon",),

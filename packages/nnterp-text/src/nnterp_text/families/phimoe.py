@@ -7,10 +7,10 @@ best of the rest, weighed likewise. ``route`` calls that same function as in
 eval.
 """
 
-from torch import Tensor
-
 from nnterp import Moe, TinyConfig
 from nnterp.families import default
+
+from torch import Tensor
 
 
 class SparseMixerMoe(Moe):

@@ -37,4 +37,6 @@ class TupleBertLayer(BertLayer):
 
 
 #: the base of the copies (each serves its own model type): BERT's, its attention's interior read at its own operations
-FAMILY = bert.FAMILY.replace(name="post_ln_own_attention", envoys={**bert.FAMILY.envoys, "layers.*.self_attn": OwnArithmeticBertAttention})
+FAMILY = bert.FAMILY.replace(
+    name="post_ln_own_attention", envoys={**bert.FAMILY.envoys, "layers.*.self_attn": OwnArithmeticBertAttention}
+)

@@ -15,9 +15,9 @@ Where each model keeps its two pre-norms differs, and the copies say where.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, Family, Layer, Mlp
+
+from torch import Tensor
 
 from .bert import BLOCK, BertAttention, BertMlp
 

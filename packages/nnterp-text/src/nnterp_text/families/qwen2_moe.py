@@ -13,7 +13,6 @@ from nnterp import GatedSharedMoe, TinyConfig
 
 from . import olmoe
 
-
 FAMILY = olmoe.FAMILY.replace(
     name="qwen2_moe",
     model_types=("qwen2_moe",),

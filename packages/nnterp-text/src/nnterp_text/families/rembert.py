@@ -11,7 +11,6 @@ LayerNorm, decoder) reads the last block's output.
 from . import bert, post_ln_own_attention
 from .post_ln_own_attention import TupleBertLayer
 
-
 FAMILY = post_ln_own_attention.FAMILY.replace(
     name="rembert",
     model_types=("rembert",),

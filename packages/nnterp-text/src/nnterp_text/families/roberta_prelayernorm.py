@@ -7,7 +7,6 @@ the backbone's ``LayerNorm``, applied to the last block's output before ``lm_hea
 
 from . import bert, pre_ln_bert, roberta
 
-
 FAMILY = pre_ln_bert.FAMILY.replace(
     name="roberta_prelayernorm",
     model_types=("roberta-prelayernorm",),

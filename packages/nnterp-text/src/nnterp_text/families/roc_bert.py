@@ -2,7 +2,6 @@
 
 from . import bert
 
-
 FAMILY = bert.FAMILY.replace(
     name="roc_bert",
     model_types=("roc_bert",),

@@ -12,7 +12,6 @@ positions.
 from . import bert, post_ln_own_attention
 from .post_ln_own_attention import TupleBertLayer
 
-
 FAMILY = post_ln_own_attention.FAMILY.replace(
     name="roformer",
     model_types=("roformer",),

@@ -10,10 +10,10 @@ the pattern the values are mixed with sums to one, the sink acting after it.
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, EProperty, HeadOutputs, interface_reason, seq_first
 from nnterp.components.attention import INTERFACE
+
+from torch import Tensor
 
 
 def interior(operation: str) -> str:

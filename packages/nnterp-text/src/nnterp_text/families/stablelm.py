@@ -5,7 +5,6 @@ from nnterp.families import default
 
 from .gpt_neox import SwitchedResidualLayer
 
-
 FAMILY = default.FAMILY.replace(
     name="stablelm",
     model_types=("stablelm",),

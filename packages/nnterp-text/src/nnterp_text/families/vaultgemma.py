@@ -4,7 +4,6 @@ from nnterp import Attention, Mlp, SandwichLayer, TinyConfig
 from nnterp.families import default
 from nnterp.logits import softcapped
 
-
 FAMILY = default.FAMILY.replace(
     name="vaultgemma",
     model_types=("vaultgemma",),

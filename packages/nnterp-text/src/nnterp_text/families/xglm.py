@@ -3,11 +3,11 @@
 from typing import Any
 
 from nnterp import Attention, Family, Mlp, TinyConfig, seq_first
+
 from torch import Tensor, float16
 
 from .inline_mlp import InlineMlp, InlineMlpLayer
 from .own_attention import viewed
-
 
 #: what the block adds after each sublayer, the output of a dropout (_1 is the cross-attention's, _2 the activation's)
 ADDED_BY_ATTENTION = "../source.nn_functional_dropout_0.output"
@@ -60,7 +60,9 @@ class XGLMAttention(Attention):
 
     attention_queries = viewed(Attention.attention_queries, "q_proj.output", *PROJECTED_HEADS, select=None)
     attention_keys = viewed(Attention.attention_keys, _output_of("key_states_reshape_0"), *FLAT_HEADS, select=None)
-    attention_values = viewed(Attention.attention_values, _output_of("value_states_reshape_0"), *FLAT_HEADS, select=None)
+    attention_values = viewed(
+        Attention.attention_values, _output_of("value_states_reshape_0"), *FLAT_HEADS, select=None
+    )
     attention_scores = viewed(Attention.attention_scores, _softmax_input, *FLAT_HEADS)
     # the softmax's output, through a dropout
     attention_probabilities = viewed(

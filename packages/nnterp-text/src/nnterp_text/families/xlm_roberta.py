@@ -2,7 +2,6 @@
 
 from . import bert, roberta
 
-
 FAMILY = roberta.FAMILY.replace(
     name="xlm_roberta",
     model_types=("xlm-roberta",),

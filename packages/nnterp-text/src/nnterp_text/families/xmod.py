@@ -20,13 +20,12 @@ The checkpoint needs ``default_language`` (the adapter used when no
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Mlp, unavailable
+
+from torch import Tensor
 
 from . import bert, roberta
 from .bert import BertLayer, BertMlp
-
 
 PRE_NORM = (
     "X-MOD with pre_norm=True is not served: its MLP reads output.LayerNorm(layer_mid), its language "

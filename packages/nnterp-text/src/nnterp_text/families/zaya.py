@@ -24,10 +24,10 @@ class's logit does not make a token choose it (``routable_experts`` leaves it ou
 
 from typing import Any
 
-from torch import Tensor
-
 from nnterp import Attention, Layer, Moe, RescaledLayer, TinyConfig
 from nnterp.families import default
+
+from torch import Tensor
 
 from .glm_moe_dsa import CarryingLayer
 
@@ -90,7 +90,12 @@ FAMILY = default.FAMILY.replace(
     name="zaya",
     model_types=("zaya",),
     rename={**default.FAMILY.rename, "mlp.gate": "mlp.router"},
-    envoys={**default.FAMILY.envoys, "layers.*": ZayaLayer, "layers.*.self_attn": ZayaAttention, "layers.*.mlp": ZayaMoe},
+    envoys={
+        **default.FAMILY.envoys,
+        "layers.*": ZayaLayer,
+        "layers.*.self_attn": ZayaAttention,
+        "layers.*.mlp": ZayaMoe,
+    },
     tiny={"zaya": TinyConfig("zaya", {"num_hidden_layers": 3, "num_experts_per_tok": 1, "router_hidden_size": 32})},
     skips={
         "zaya": {

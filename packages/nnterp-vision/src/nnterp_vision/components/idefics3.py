@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from jaxtyping import Float
 from nnterp.descriptors import EProperty
 from nnterp.layouts import HIDDEN
+
+from jaxtyping import Float
 from torch import Tensor
 
 from ..layouts import IMAGES

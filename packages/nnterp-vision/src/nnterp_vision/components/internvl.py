@@ -79,5 +79,7 @@ class InternVLProjector(Projector):
         crops, rows, width = selected.shape
         side = int(rows**0.5)
         wrapper = self.root._module.model
-        shuffled = wrapper.pixel_shuffle(selected.reshape(crops, side, side, width), scale_factor=wrapper.config.downsample_ratio)
+        shuffled = wrapper.pixel_shuffle(
+            selected.reshape(crops, side, side, width), scale_factor=wrapper.config.downsample_ratio
+        )
         return shuffled.reshape(crops, -1, shuffled.shape[-1])

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from jaxtyping import Float
 from nnterp.descriptors import EProperty
 from nnterp.layouts import HIDDEN
+
+from jaxtyping import Float
 from torch import Tensor
 
 from ..layouts import IMAGE_TOKENS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nnterp.descriptors import EProperty
+
 from torch import Tensor
 
 from ..layouts import Patches
@@ -29,7 +30,9 @@ class Llama4Vision(Vision):
         """The patch embeddings, ``[images, patches, vision_hidden_size]``, in raster order. Assign a tensor of the same shape to replace it."""
         return value
 
-    @EProperty("layernorm_post.output", "The last block's stream after the tower's final norm, the class row last", no_images)
+    @EProperty(
+        "layernorm_post.output", "The last block's stream after the tower's final norm, the class row last", no_images
+    )
     def tower_output(self, value: Tensor) -> Patches:
         """The last block's stream after ``layernorm_post``, ``[images, patches + 1, vision_hidden_size]``. Assign to replace it."""
         return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nnterp.descriptors import EProperty
+
 from torch import Tensor
 
 from ..layouts import Patches

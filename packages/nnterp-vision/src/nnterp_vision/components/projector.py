@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from jaxtyping import Float
 from nnterp.components import Standard
 from nnterp.descriptors import EProperty
 from nnterp.layouts import HIDDEN
+
+from jaxtyping import Float
 from torch import Tensor
 
 from ..layouts import IMAGE_TOKENS, IMAGES, PATCHES

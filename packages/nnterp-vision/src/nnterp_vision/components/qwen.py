@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from jaxtyping import Float
 from nnterp.descriptors import EProperty, redefining, unavailable
 from nnterp.errors import Unavailable
 from nnterp.layouts import HIDDEN, HeadOutputs, Keys, Queries, Values
+
+from jaxtyping import Float
 from torch import Tensor
 
 from ..layouts import IMAGE_TOKENS, PATCHES, Patches
@@ -183,7 +185,9 @@ class QwenVision(Vision):
         return value.squeeze(0)
 
     patch_embeddings = patch_embeddings.laid_back()
-    tower_output = packed(Vision.tower_output.at(off_the_graph=READ_AFTER_THE_MERGER, read_only=READ_AFTER_THE_MERGER + WRITE_INSTEAD))
+    tower_output = packed(
+        Vision.tower_output.at(off_the_graph=READ_AFTER_THE_MERGER, read_only=READ_AFTER_THE_MERGER + WRITE_INSTEAD)
+    )
 
     @property
     def vision_hidden_size(self) -> int:

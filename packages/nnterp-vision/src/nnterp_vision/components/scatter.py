@@ -34,7 +34,9 @@ def scatter_host(envoy: Any) -> ImageScatter:
     for child in root._children:
         if isinstance(child, ImageScatter):
             return child
-    raise LookupError(f"{type(root._module).__name__}: the family keys no module as ImageScatter, and declares no root_scatter")
+    raise LookupError(
+        f"{type(root._module).__name__}: the family keys no module as ImageScatter, and declares no root_scatter"
+    )
 
 
 def scatter_site(envoy: Any) -> tuple[str, int | str]:

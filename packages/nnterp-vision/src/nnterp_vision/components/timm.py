@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-import torch
 from nnterp.components.attention import needs_eager
 from nnterp.descriptors import EProperty, redefine
+
+import torch
 from torch import Tensor
 
 from ..layouts import Patches
@@ -101,7 +102,6 @@ class TimmVision(Vision):
         return int(self._timm.num_prefix_tokens)
 
 
-
 def _fused(envoy: Any) -> str | None:
     return FUSED if getattr(envoy._module, "fused_attn", False) else None
 
@@ -169,16 +169,24 @@ class ConvBlock(VisionLayer):
     """
 
     #: why this tower's blocks serve no values: the family's subclass says it in its own words
-    BLOCKS: ClassVar[str] = "a convolutional block: no [images, patches, vision_hidden_size] stream and no sublayer split"
+    BLOCKS: ClassVar[str] = (
+        "a convolutional block: no [images, patches, vision_hidden_size] stream and no sublayer split"
+    )
 
     def support(self) -> dict[str, str | None]:
         """Every block value, and every attention and MLP value, unavailable with ``BLOCKS``."""
         reason = _unavailable_reason(self)
-        names = [*type(self).values(), *(f"self_attn.{name}" for name in VisionAttention.values()), *(f"mlp.{name}" for name in VisionMlp.values())]
+        names = [
+            *type(self).values(),
+            *(f"self_attn.{name}" for name in VisionAttention.values()),
+            *(f"mlp.{name}" for name in VisionMlp.values()),
+        ]
         return dict.fromkeys(names, reason)
 
 
-redefine(ConvBlock, **{name: getattr(VisionLayer, name).at(unavailable=_unavailable_reason) for name in ConvBlock.values()})
+redefine(
+    ConvBlock, **{name: getattr(VisionLayer, name).at(unavailable=_unavailable_reason) for name in ConvBlock.values()}
+)
 
 
 class ConvTimmVision(TimmVision):
@@ -226,7 +234,9 @@ class ConvTimmVision(TimmVision):
     def layers(self) -> list[Any]:
         """Every block of every stage, in the order they run (``ConvBlock``: their values are unavailable)."""
         stages = getattr(self.timm_model, self.STAGES)
-        return [block for stage in stages for block in (getattr(stage, self.STAGE_BLOCKS) if self.STAGE_BLOCKS else stage)]
+        return [
+            block for stage in stages for block in (getattr(stage, self.STAGE_BLOCKS) if self.STAGE_BLOCKS else stage)
+        ]
 
     @property
     def vision_hidden_size(self) -> int:

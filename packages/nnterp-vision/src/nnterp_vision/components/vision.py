@@ -6,6 +6,7 @@ from typing import Any
 
 from nnterp.components import Standard, blocks_support
 from nnterp.descriptors import EProperty
+
 from torch import Tensor
 
 from ..layouts import ImageFeatures, ImageTokenMask, Patches
@@ -71,19 +72,25 @@ class Vision(Standard):
         return value.transpose(1, 2).unflatten(2, (side, side))
 
     # the convolution's output goes on as the view served, laid back on its own grid
-    patch_embeddings = patch_embeddings.laid_back(lambda envoy, view, served: view.transpose(1, 2).unflatten(2, served.shape[2:]))
+    patch_embeddings = patch_embeddings.laid_back(
+        lambda envoy, view, served: view.transpose(1, 2).unflatten(2, served.shape[2:])
+    )
 
     @EProperty("output", "The tower's last stream, after its final norm", no_images, select="last_hidden_state")
     def tower_output(self, value: Tensor) -> Patches:
         """The tower's ``last_hidden_state``, ``[images, patches, vision_hidden_size]``. Assign to replace it."""
         return value
 
-    @EProperty("/inputs", "Which tokens are image placeholders", no_images, read_only="it is read off the model's input_ids")
+    @EProperty(
+        "/inputs", "Which tokens are image placeholders", no_images, read_only="it is read off the model's input_ids"
+    )
     def image_token_mask(self, value: Any) -> ImageTokenMask:
         """Where the image tokens are, ``[batch, seq]``: ``input_ids == image_token_id``. Read-only."""
         return _input_ids(value) == image_token_id(self)
 
-    @EProperty(_scatter_key, "The image features the text model receives at the image tokens", no_images, _scatter_argument)
+    @EProperty(
+        _scatter_key, "The image features the text model receives at the image tokens", no_images, _scatter_argument
+    )
     def image_features(self, value: Tensor) -> ImageFeatures:
         """The features scattered into the image tokens, ``[image_tokens, hidden_size]``, in token order.
 

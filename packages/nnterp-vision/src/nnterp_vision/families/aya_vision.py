@@ -23,8 +23,9 @@ processor writes ``<|START_OF_IMG|>``, ``TILE_<i>`` and each tile's
 
 from typing import Any
 
-import torch
 from nnterp.logits import unembed
+
+import torch
 from transformers.models.aya_vision.modeling_aya_vision import AyaVisionModel, AyaVisionMultiModalProjector
 from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 

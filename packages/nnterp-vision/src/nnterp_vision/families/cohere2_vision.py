@@ -17,8 +17,12 @@ per crop its ``<|IMG_PATCH|>`` tokens and an ``<|IMG_LINE_BREAK|>``, then
 """
 
 from nnterp.logits import unembed
+
 from transformers.models.aya_vision.modeling_aya_vision import AyaVisionModel, AyaVisionMultiModalProjector
-from transformers.models.cohere2_vision.modeling_cohere2_vision import Cohere2VisionModel, Cohere2VisionMultiModalProjector
+from transformers.models.cohere2_vision.modeling_cohere2_vision import (
+    Cohere2VisionModel,
+    Cohere2VisionMultiModalProjector,
+)
 
 from ..components import ImageScatter
 from ..components.pixel_shuffle import PixelShuffleProjector
@@ -34,7 +38,11 @@ FAMILY = aya_vision.FAMILY.replace(
     envoys={
         Cohere2VisionMultiModalProjector: PixelShuffleProjector,
         Cohere2VisionModel: ImageScatter,
-        **{key: value for key, value in aya_vision.FAMILY.envoys.items() if key not in (AyaVisionMultiModalProjector, AyaVisionModel)},
+        **{
+            key: value
+            for key, value in aya_vision.FAMILY.envoys.items()
+            if key not in (AyaVisionMultiModalProjector, AyaVisionModel)
+        },
     },
     tiny={"cohere2_vision": TINY},
     skips={

@@ -27,8 +27,10 @@ from . import qwen3_vl
 
 #: Cohere Compass's processor tokens, in the order the tokenizer gains them, and the config fields naming their ids
 COMPASS_TOKENS = {
-    "<|IMAGE_PAD|>": "image_token_id", "<|VIDEO_PAD|>": "video_token_id",
-    "<|VISION_START|>": "vision_start_token_id", "<|VISION_END|>": "vision_end_token_id",
+    "<|IMAGE_PAD|>": "image_token_id",
+    "<|VIDEO_PAD|>": "video_token_id",
+    "<|VISION_START|>": "vision_start_token_id",
+    "<|VISION_END|>": "vision_end_token_id",
 }
 COMPASS_TOKEN_IDS = {field: 300 + index for index, field in enumerate(COMPASS_TOKENS.values())}
 
@@ -52,7 +54,11 @@ FAMILY = VisionFamily(
             "cohere_compass",
             {
                 # rope parameters per layer type; 3D positions over each 16-wide head, interleaved as on Qwen3-VL
-                "text_config": {"head_dim": 16, "logit_scale": 0.5, "rope_parameters": {"full_attention": QWEN3_TEXT["rope_parameters"]}},
+                "text_config": {
+                    "head_dim": 16,
+                    "logit_scale": 0.5,
+                    "rope_parameters": {"full_attention": QWEN3_TEXT["rope_parameters"]},
+                },
                 "vision_config": QWEN3_VL_VIT,
                 **COMPASS_TOKEN_IDS,
             },

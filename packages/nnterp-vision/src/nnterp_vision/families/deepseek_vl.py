@@ -13,6 +13,7 @@ tokens for each image placeholder (``processor.image_token``), one per patch.
 """
 
 from nnterp.families import default
+
 from transformers.models.deepseek_vl.modeling_deepseek_vl import DeepseekVLModel
 from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
@@ -27,12 +28,22 @@ FAMILY = VisionFamily(
     model_types=("deepseek_vl",),
     # LLaVA's names (SigLIP's are CLIP's), the tower and the aligner at their own paths
     rename={
-        **{key: value for key, value in llava.FAMILY.rename.items() if key not in ("model.vision_tower", "model.multi_modal_projector")},
+        **{
+            key: value
+            for key, value in llava.FAMILY.rename.items()
+            if key not in ("model.vision_tower", "model.multi_modal_projector")
+        },
         "model.vision_model": "vision",
         "model.aligner": "projector",
     },
     # the tower's by module type, as on PaliGemma; its scatter takes the aligner's rows already flattened
-    envoys={SiglipVisionModel: Vision, **SIGLIP_BLOCKS, "projector": Projector, DeepseekVLModel: ImageScatter, **default.FAMILY.envoys},
+    envoys={
+        SiglipVisionModel: Vision,
+        **SIGLIP_BLOCKS,
+        "projector": Projector,
+        DeepseekVLModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
     # a SigLIP tower's 16 patches through an MLP aligner, 16 image tokens per image
     tiny={"deepseek_vl": TINY},
 )

@@ -44,7 +44,11 @@ FAMILY = VisionFamily(
         # Qwen2.5-VL's tower with two key/value heads for four query heads, over an EXAONE 4 text model
         "exaone4_5": QwenVLTinyConfig(
             "exaone4_5",
-            {"text_config": {**TEXT, "model_type": "exaone4"}, "vision_config": {**QWEN2_5_VL_VIT, "num_key_value_heads": 2}, **QWEN_TOKENS},
+            {
+                "text_config": {**TEXT, "model_type": "exaone4"},
+                "vision_config": {**QWEN2_5_VL_VIT, "num_key_value_heads": 2},
+                **QWEN_TOKENS,
+            },
             load={"attn_implementation": "eager"},
         ),
     },

@@ -17,6 +17,7 @@ LLaVA's: ``<image>`` becomes one token per position of the last map.
 """
 
 from nnterp.families import default
+
 from timm.models.fastvit import AttentionBlock, RepMixerBlock
 from transformers.models.fast_vlm.modeling_fast_vlm import FastVlmModel
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
@@ -55,8 +56,12 @@ FAMILY = perception_lm.FAMILY.replace(
     model_types=("fast_vlm",),
     rename={**llava.WRAPPER, "timm_model.stem": "patch_embed"},
     envoys={
-        TimmWrapperModel: ConvTimmVision, RepMixerBlock: FastVitBlock, AttentionBlock: FastVitBlock,
-        "projector": FastVlmProjector, FastVlmModel: ImageScatter, **default.FAMILY.envoys,
+        TimmWrapperModel: ConvTimmVision,
+        RepMixerBlock: FastVitBlock,
+        AttentionBlock: FastVitBlock,
+        "projector": FastVlmProjector,
+        FastVlmModel: ImageScatter,
+        **default.FAMILY.envoys,
     },
     # every image 128 pixels, its 2 x 2 last feature map 4 image tokens
     tiny={"fast_vlm": TINY},

@@ -5,7 +5,6 @@ by path, the router ``gate`` aliased ``router``), under ``Glm46VModel``'s
 scatter. The tower may be either GLM-4V tower type; both are keyed.
 """
 
-from transformers.models.glm46v.modeling_glm46v import Glm46VModel
 from transformers.models.glm4v.modeling_glm4v import (
     Glm4VisionMlp,
     Glm4vVisionAttention,
@@ -13,6 +12,7 @@ from transformers.models.glm4v.modeling_glm4v import (
     Glm4vVisionModel,
     Glm4vVisionPatchMerger,
 )
+from transformers.models.glm46v.modeling_glm46v import Glm46VModel
 
 from ..components import ImageScatter
 from ..tiny.glm4v import TINY_46V_MOE

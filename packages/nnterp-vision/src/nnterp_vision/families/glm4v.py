@@ -16,6 +16,7 @@ positions) needs torchvision for its video processor.
 
 from nnterp import Glm4Attention, Glm4Mlp
 from nnterp.families import default
+
 from transformers.models.glm4v.modeling_glm4v import (
     Glm4VisionMlp,
     Glm4vModel,

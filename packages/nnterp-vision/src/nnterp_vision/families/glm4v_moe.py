@@ -12,6 +12,7 @@ served as nnterp-text's DeepSeek-V3 family serves GLM-4-MoE
 
 from nnterp import SigmoidMoe
 from nnterp.families import default
+
 from transformers.models.glm4v_moe.modeling_glm4v_moe import (
     Glm4vMoeisionMlp,
     Glm4vMoeModel,

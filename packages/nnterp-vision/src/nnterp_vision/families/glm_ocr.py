@@ -44,7 +44,9 @@ FAMILY = glm4v.FAMILY.replace(
         GlmOcrTextMLP: glm4v.FAMILY.envoys[Glm4vTextMLP],
     },
     # GLM-4.1V's tiny tower (q and k norms, no learned positions) and processor; 6 image tokens
-    tiny={"glm_ocr": Glm4vTinyConfig("glm_ocr", {"text_config": GLM4V_TEXT, "vision_config": GLM4V_VIT, **GLM_TOKEN_IDS})},
+    tiny={
+        "glm_ocr": Glm4vTinyConfig("glm_ocr", {"text_config": GLM4V_TEXT, "vision_config": GLM4V_VIT, **GLM_TOKEN_IDS})
+    },
     skips={
         "glm_ocr": {
             "projector_reads_the_selected_stream": "GLM-4V's merger takes the output of the tower's downsampling convolution",

@@ -71,8 +71,15 @@ FAMILY = VisionFamily(
         "hyperclovax_vision_v2": QwenVLTinyConfig(
             "hyperclovax_vision_v2",
             {
-                "text_config": {**TEXT, "model_type": "hyperclovax", "residual_multiplier": 0.7, "logits_scaling": 0.5, "embedding_multiplier": 1.3},
-                "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS,
+                "text_config": {
+                    **TEXT,
+                    "model_type": "hyperclovax",
+                    "residual_multiplier": 0.7,
+                    "logits_scaling": 0.5,
+                    "embedding_multiplier": 1.3,
+                },
+                "vision_config": QWEN2_5_VL_VIT,
+                **QWEN_TOKENS,
             },
             load={"attn_implementation": "eager"},
         ),

@@ -18,6 +18,7 @@ The processor writes ``<fake_token_around_image>``, ``image_seq_len``
 
 from nnsight.intervention.envoy import Envoy
 from nnterp.families import default
+
 from transformers.models.idefics2.modeling_idefics2 import (
     Idefics2Connector,
     Idefics2EncoderLayer,

@@ -19,6 +19,7 @@ SmolVLM (``families.smolvlm``) is this tree under its own class names, scatterin
 """
 
 from nnterp.families import default
+
 from transformers.models.idefics3.modeling_idefics3 import (
     Idefics3Connector,
     Idefics3EncoderLayer,

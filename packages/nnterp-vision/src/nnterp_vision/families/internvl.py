@@ -22,6 +22,7 @@ tokens per crop, and ``</img>``; ``image_token_mask`` is the ``<IMG_CONTEXT>`` t
 """
 
 from nnterp.families import default
+
 from transformers.models.internvl.modeling_internvl import (
     InternVLModel,
     InternVLVisionAttention,

@@ -17,6 +17,7 @@ no text trace runs them, and they are left unmapped.
 """
 
 from nnterp.families import default
+
 from transformers.models.janus.modeling_janus import (
     JanusModel,
     JanusVisionAttention,

@@ -13,6 +13,7 @@ tokens, so ``image_token_mask`` is every token the image takes.
 """
 
 from nnterp.families import default
+
 from transformers.models.lighton_ocr.modeling_lighton_ocr import LightOnOcrModel, LightOnOcrMultiModalProjector
 
 from ..components import ImageScatter
@@ -33,12 +34,22 @@ FAMILY = mistral3.FAMILY.replace(
         "model.vision_projection": "projector",
         **PIXTRAL_TOWER,
     },
-    envoys={**PIXTRAL_ENVOYS, LightOnOcrMultiModalProjector: PatchMergerProjector, LightOnOcrModel: ImageScatter, **default.FAMILY.envoys},
+    envoys={
+        **PIXTRAL_ENVOYS,
+        LightOnOcrMultiModalProjector: PatchMergerProjector,
+        LightOnOcrModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
     tiny={
         # Mistral 3's tower and merger on a Qwen3 text model; the checks' image is 10 x 12 patches, 30 image tokens
         "lighton_ocr": LightOnOcrTinyConfig(
             "lighton_ocr",
-            {"text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
+            {
+                "text_config": {**TEXT, "model_type": "qwen3"},
+                "vision_config": PIXTRAL,
+                "image_token_id": 300,
+                "spatial_merge_size": 2,
+            },
             load={"attn_implementation": "eager"},
         ),
     },

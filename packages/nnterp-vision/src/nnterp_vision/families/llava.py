@@ -10,7 +10,8 @@ and scatters the projected features into the token embeddings, so it is the
 """
 
 from nnterp.families import default
-from transformers.models.clip.modeling_clip import CLIPAttention, CLIPEncoderLayer, CLIPMLP, CLIPVisionModel
+
+from transformers.models.clip.modeling_clip import CLIPMLP, CLIPAttention, CLIPEncoderLayer, CLIPVisionModel
 from transformers.models.llava.modeling_llava import LlavaModel
 
 from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
@@ -38,7 +39,12 @@ CLIP_TOWER = {
     "activation_fn": "act_fn",
 }
 #: CLIP's tower by module type: nnsight tries types before paths, and "layers.*" matches the tower's native path too
-CLIP_ENVOYS = {CLIPVisionModel: Vision, CLIPEncoderLayer: VisionLayer, CLIPAttention: VisionAttention, CLIPMLP: VisionMlp}
+CLIP_ENVOYS = {
+    CLIPVisionModel: Vision,
+    CLIPEncoderLayer: VisionLayer,
+    CLIPAttention: VisionAttention,
+    CLIPMLP: VisionMlp,
+}
 
 
 def for_config(config: dict) -> VisionFamily | None:

@@ -15,6 +15,7 @@ holds while ``projector.projector_output`` is per crop, before the packing.
 """
 
 from nnterp.families import default
+
 from transformers.models.llava_next.modeling_llava_next import LlavaNextModel
 
 from ..components import ImageScatter, Projector
@@ -33,7 +34,12 @@ FAMILY = VisionFamily(
         # anyres: a base crop and the 2x2 tiles of 64x64 for the checks' 40x48 image; 70 image tokens
         "llava_next": LlavaNextTinyConfig(
             "llava_next",
-            {"text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]]},
+            {
+                "text_config": TEXT,
+                "vision_config": CLIP,
+                "image_token_id": 300,
+                "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]],
+            },
             load={"attn_implementation": "eager"},
         ),
     },

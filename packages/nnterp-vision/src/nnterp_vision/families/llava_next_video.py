@@ -10,6 +10,7 @@ the image scatter's only; the frames' pooled features are not mapped).
 """
 
 from nnterp.families import default
+
 from transformers.models.llava_next_video.modeling_llava_next_video import LlavaNextVideoModel
 
 from ..components import ImageScatter, Projector
@@ -29,7 +30,10 @@ FAMILY = VisionFamily(
         "llava_next_video": LlavaNextVideoTinyConfig(
             "llava_next_video",
             {
-                "text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "video_token_id": 301,
+                "text_config": TEXT,
+                "vision_config": CLIP,
+                "image_token_id": 300,
+                "video_token_id": 301,
                 "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]],
             },
             load={"attn_implementation": "eager"},

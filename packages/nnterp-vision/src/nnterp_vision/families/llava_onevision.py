@@ -16,6 +16,7 @@ Qwen2's, served by the default family. Videos are not served.
 """
 
 from nnterp.families import default
+
 from transformers.models.llava_onevision.modeling_llava_onevision import LlavaOnevisionModel
 from transformers.models.siglip.modeling_siglip import SiglipVisionModel
 
@@ -31,7 +32,13 @@ FAMILY = VisionFamily(
     # the same paths as LLaVA-NeXT's: SigLIP's names are CLIP's
     rename=llava_next.FAMILY.rename,
     # LLaVA-NeXT's, on SigLIP's module types; the wrapper hands the packed rows flat, so the plain tower's image_features
-    envoys={SiglipVisionModel: Vision, **SIGLIP_BLOCKS, "projector": Projector, LlavaOnevisionModel: ImageScatter, **default.FAMILY.envoys},
+    envoys={
+        SiglipVisionModel: Vision,
+        **SIGLIP_BLOCKS,
+        "projector": Projector,
+        LlavaOnevisionModel: ImageScatter,
+        **default.FAMILY.envoys,
+    },
     # the checks' image is a base crop and 2 x 2 tiles of 32 x 32, 70 image tokens; two in a prompt, 17 each
     tiny={"llava_onevision": TINY},
 )

@@ -16,6 +16,7 @@ ViT's attention, an ungated ``fc1`` / ``fc2`` MLP), attending per image
 """
 
 from nnterp.families import default
+
 from transformers.models.llava_onevision1_5.modeling_llava_onevision1_5 import (
     LlavaOnevision15Model,
     LlavaOnevision15VisionAttention,
@@ -28,7 +29,6 @@ from transformers.models.llava_onevision1_5.modeling_llava_onevision1_5 import (
 from ..components import ImageScatter
 from ..components.qwen import QwenVision, QwenVisionAttention, QwenVisionLayer, QwenVisionMlp
 from ..components.qwen3 import Qwen3Merger
-from ..family import VisionFamily
 from ..tiny.qwen2_vl import QwenVLTinyConfig
 from ..tiny.sizes import QWEN_TOKENS, TEXT
 from . import exaone4_5
@@ -37,7 +37,15 @@ from . import exaone4_5
 FC_MLP = {"fc1": "up_proj", "fc2": "down_proj", "activation_fn": "act_fn"}
 
 #: a Qwen ViT without frames in depth or windows, over a plain Qwen3 text model
-VIT = {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2, "out_hidden_size": 64}
+VIT = {
+    "depth": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_heads": 4,
+    "patch_size": 8,
+    "spatial_merge_size": 2,
+    "out_hidden_size": 64,
+}
 
 FAMILY = exaone4_5.FAMILY.replace(
     name="llava_onevision1_5",
@@ -55,7 +63,9 @@ FAMILY = exaone4_5.FAMILY.replace(
     text_family=None,
     tiny={
         "llava_onevision1_5": QwenVLTinyConfig(
-            "llava_onevision1_5", {"text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": VIT, **QWEN_TOKENS}, load={"attn_implementation": "eager"}
+            "llava_onevision1_5",
+            {"text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": VIT, **QWEN_TOKENS},
+            load={"attn_implementation": "eager"},
         ),
     },
     skips={

@@ -14,6 +14,7 @@ row of the image closed by ``[IMG_BREAK]`` (the last by ``[IMG_END]``);
 """
 
 from nnterp.families import default
+
 from transformers.models.llava.modeling_llava import LlavaModel
 
 from ..components import ImageScatter
@@ -38,8 +39,11 @@ FAMILY = VisionFamily(
         "llava_pixtral": PixtralTinyConfig(
             "llava",
             {
-                "text_config": {**TEXT, "model_type": "mistral"}, "vision_config": PIXTRAL, "image_token_id": 300,
-                "vision_feature_layer": -1, "vision_feature_select_strategy": "full",
+                "text_config": {**TEXT, "model_type": "mistral"},
+                "vision_config": PIXTRAL,
+                "image_token_id": 300,
+                "vision_feature_layer": -1,
+                "vision_feature_select_strategy": "full",
             },
             load={"attn_implementation": "eager"},
         ),

@@ -14,8 +14,14 @@ the ``[IMG]`` tokens alone, the ones that receive features.
 """
 
 from nnterp.families import default
+
 from transformers.models.mistral3.modeling_mistral3 import Mistral3Model, Mistral3MultiModalProjector
-from transformers.models.pixtral.modeling_pixtral import PixtralAttention, PixtralAttentionLayer, PixtralMLP, PixtralVisionModel
+from transformers.models.pixtral.modeling_pixtral import (
+    PixtralAttention,
+    PixtralAttentionLayer,
+    PixtralMLP,
+    PixtralVisionModel,
+)
 
 from ..components import ImageScatter, VisionAttention, VisionLayer, VisionMlp
 from ..components.pixtral import PatchMergerProjector, PixtralVision
@@ -56,7 +62,12 @@ FAMILY = VisionFamily(
         # [IMG] is id 300; 10x12 patches merged 2x2 into 30 image tokens
         "mistral3": PixtralTinyConfig(
             "mistral3",
-            {"text_config": {**TEXT, "model_type": "mistral"}, "vision_config": PIXTRAL, "image_token_id": 300, "spatial_merge_size": 2},
+            {
+                "text_config": {**TEXT, "model_type": "mistral"},
+                "vision_config": PIXTRAL,
+                "image_token_id": 300,
+                "spatial_merge_size": 2,
+            },
             load={"attn_implementation": "eager"},
         ),
     },

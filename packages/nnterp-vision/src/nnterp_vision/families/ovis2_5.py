@@ -23,6 +23,7 @@ stream restored to merge-block order) is read by nothing downstream:
 """
 
 from nnterp.families import default
+
 from transformers.models.ovis2_5.modeling_ovis2_5 import (
     Ovis2_5Model,
     Ovis2_5MultiModalProjector,

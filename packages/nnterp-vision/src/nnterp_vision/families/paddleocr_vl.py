@@ -13,6 +13,7 @@ default block. The processor (``<|IMAGE_PLACEHOLDER|>``) needs no torchvision.
 """
 
 from nnterp.families import default
+
 from transformers.models.paddleocr_vl.modeling_paddleocr_vl import (
     PaddleOCRProjector,
     PaddleOCRVisionAttention,

@@ -25,6 +25,7 @@ from typing import Any
 from nnterp import PostNormAttention, PostNormMlp, SandwichLayer
 from nnterp.families import default
 from nnterp.logits import softcapped
+
 from transformers.models.gemma2.modeling_gemma2 import Gemma2Attention, Gemma2DecoderLayer, Gemma2MLP
 from transformers.models.paligemma.modeling_paligemma import PaliGemmaModel
 from transformers.models.siglip.modeling_siglip import SiglipAttention, SiglipEncoderLayer, SiglipMLP, SiglipVisionModel
@@ -47,7 +48,9 @@ def prepare_invoke(model: Any, inputs: tuple, kwargs: dict) -> tuple:
     from nnsight.modeling.processing import PROCESSOR_MEDIA_KEYS
 
     first = inputs[0] if inputs else None
-    text = isinstance(first, str) or (isinstance(first, (list, tuple)) and first and all(isinstance(p, str) for p in first))
+    text = isinstance(first, str) or (
+        isinstance(first, (list, tuple)) and first and all(isinstance(p, str) for p in first)
+    )
     if not text or set(kwargs) & PROCESSOR_MEDIA_KEYS:
         return inputs, kwargs
     encoding = model.tokenizer(first if isinstance(first, str) else list(first), return_token_type_ids=False)

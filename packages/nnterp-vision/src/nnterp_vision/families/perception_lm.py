@@ -17,8 +17,9 @@ video's). Load with ``attn_implementation="eager"`` to read the tower's pattern.
 """
 
 from nnterp.families import default
-from timm.models.eva import EvaBlock
+
 from timm.layers import AttentionRope, Mlp
+from timm.models.eva import EvaBlock
 from transformers.models.perception_lm.modeling_perception_lm import PerceptionLMModel
 from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
 
@@ -28,6 +29,7 @@ from ..components.timm import TimmAttention, TimmMlp, TimmVision
 from ..family import VisionFamily
 from ..tiny.perception_lm import TINY
 from . import llava
+
 
 class PerceptionLMProjector(Projector):
     """PerceptionLM's projector: it takes the tower's ``last_hidden_state``, the class row dropped where the config's ``vision_use_cls_token`` says the tower has one."""

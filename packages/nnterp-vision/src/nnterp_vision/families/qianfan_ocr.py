@@ -11,6 +11,7 @@ scale, so the contributions are still ``lambda_1 * attention(...)`` and
 """
 
 from nnterp.families import default
+
 from transformers.models.qianfan_ocr.modeling_qianfan_ocr import (
     QianfanOCRModel,
     QianfanOCRVisionAttention,

@@ -14,6 +14,7 @@ is the merger's output).
 """
 
 from nnterp.families import default
+
 from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import (
     Qwen2_5_VisionTransformerPretrainedModel,
     Qwen2_5_VLMLP,
@@ -45,7 +46,11 @@ FAMILY = VisionFamily(
         **default.FAMILY.envoys,
     },
     # the checks' image: 4x6 patches, 6 image tokens; block 0 attends in 32-pixel windows
-    tiny={"qwen2_5_vl": QwenVLTinyConfig("qwen2_5_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS})},
+    tiny={
+        "qwen2_5_vl": QwenVLTinyConfig(
+            "qwen2_5_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_5_VL_VIT, **QWEN_TOKENS}
+        )
+    },
     skips={
         "qwen2_5_vl": {
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",

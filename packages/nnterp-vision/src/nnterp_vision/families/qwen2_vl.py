@@ -19,6 +19,7 @@ width) rotary positions the wrapper computes from ``mm_token_type_ids`` and
 """
 
 from nnterp.families import default
+
 from transformers.models.qwen2_vl.modeling_qwen2_vl import (
     PatchMerger,
     Qwen2VisionTransformerPretrainedModel,
@@ -73,7 +74,11 @@ FAMILY = VisionFamily(
         **default.FAMILY.envoys,
     },
     # the checks' image: 4x6 patches, 6 image tokens
-    tiny={"qwen2_vl": QwenVLTinyConfig("qwen2_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_VL_VIT, **QWEN_TOKENS})},
+    tiny={
+        "qwen2_vl": QwenVLTinyConfig(
+            "qwen2_vl", {"text_config": QWEN_TEXT, "vision_config": QWEN2_VL_VIT, **QWEN_TOKENS}
+        )
+    },
     skips={
         "qwen2_vl": {
             "vision_pattern_is_softmax_of_scores": "this packed tower's attention",

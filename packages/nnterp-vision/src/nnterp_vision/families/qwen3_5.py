@@ -31,7 +31,11 @@ def checkpoint(model_type: str) -> Qwen3VLTinyConfig:
     """Qwen3-VL's tower without DeepStack over gated DeltaNet blocks; 6 image tokens for the checks' image."""
     return Qwen3VLTinyConfig(
         model_type,
-        {"text_config": QWEN3_5_TEXT, "vision_config": {k: v for k, v in QWEN3_VL_VIT.items() if k != "deepstack_visual_indexes"}, **QWEN_TOKENS},
+        {
+            "text_config": QWEN3_5_TEXT,
+            "vision_config": {k: v for k, v in QWEN3_VL_VIT.items() if k != "deepstack_visual_indexes"},
+            **QWEN_TOKENS,
+        },
         load={"attn_implementation": "eager"},
     )
 

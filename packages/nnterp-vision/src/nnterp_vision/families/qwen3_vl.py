@@ -13,6 +13,7 @@ after text layer ``j`` (``DEEPSTACK``), between layers, not inside any.
 """
 
 from nnterp.families import default
+
 from transformers.models.qwen3_vl.modeling_qwen3_vl import (
     Qwen3VLModel,
     Qwen3VLVisionAttention,
@@ -48,7 +49,9 @@ FAMILY = VisionFamily(
     tiny={
         # the checks' image: 4x6 patches, 6 image tokens; tower block 0's DeepStack merger is added after text layer 0
         "qwen3_vl": Qwen3VLTinyConfig(
-            "qwen3_vl", {"text_config": QWEN3_TEXT, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS}, load={"attn_implementation": "eager"}
+            "qwen3_vl",
+            {"text_config": QWEN3_TEXT, "vision_config": QWEN3_VL_VIT, **QWEN_TOKENS},
+            load={"attn_implementation": "eager"},
         ),
     },
     skips={

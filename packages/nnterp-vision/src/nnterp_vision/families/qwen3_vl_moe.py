@@ -11,6 +11,7 @@ keyed on every text block's MLP by path, as there, so a dense block (``mlp_only_
 
 from nnterp import MixtralMoe
 from nnterp.families import default
+
 from transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe import (
     Qwen3VLMoeModel,
     Qwen3VLMoeVisionAttention,

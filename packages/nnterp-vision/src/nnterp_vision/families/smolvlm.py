@@ -8,6 +8,7 @@ and argument).
 """
 
 from nnterp.families import default
+
 from transformers.models.smolvlm.modeling_smolvlm import (
     SmolVLMConnector,
     SmolVLMEncoderLayer,

@@ -13,7 +13,7 @@ default block on 1D positions. The processor's video processor needs torchvision
 """
 
 from nnterp.families import default
-from transformers.models.video_llama_3.modeling_video_llama_3 import VideoLlama3Projector as NativeProjector
+
 from transformers.models.video_llama_3.modeling_video_llama_3 import (
     VideoLlama3Model,
     VideoLlama3VisionAttention,
@@ -21,6 +21,7 @@ from transformers.models.video_llama_3.modeling_video_llama_3 import (
     VideoLlama3VisionMLP,
     VideoLlama3VisionModel,
 )
+from transformers.models.video_llama_3.modeling_video_llama_3 import VideoLlama3Projector as NativeProjector
 
 from ..components import ImageScatter
 from ..components.qwen import QwenVisionAttention, QwenVisionLayer, QwenVisionMlp

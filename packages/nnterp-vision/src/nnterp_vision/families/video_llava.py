@@ -16,6 +16,7 @@ envoys (not served: videos are not traced), so the text model's
 
 from nnsight.intervention.envoy import Envoy
 from nnterp.families import default
+
 from transformers.models.video_llava.modeling_video_llava import VideoLlavaModel
 
 from ..components import ImageScatter, Projector, Vision, VisionAttention, VisionLayer, VisionMlp
@@ -30,7 +31,10 @@ VIDEO_BLOCKS = "video_tower.encoder.layers.*"
 FAMILY = VisionFamily(
     name="video_llava",
     model_types=("video_llava",),
-    rename={**{key: value for key, value in llava.FAMILY.rename.items() if key != "model.vision_tower"}, "model.image_tower": "vision"},
+    rename={
+        **{key: value for key, value in llava.FAMILY.rename.items() if key != "model.vision_tower"},
+        "model.image_tower": "vision",
+    },
     # by native path: type keys would take both towers; nnsight tries path keys in order, so these come before the text's
     envoys={
         "model.image_tower": Vision,
@@ -48,7 +52,13 @@ FAMILY = VisionFamily(
         # LLaVA on its image tower (the video tower beside it); 16 image tokens per image, the class row dropped
         "video_llava": VideoLlavaTinyConfig(
             "video_llava",
-            {"text_config": TEXT, "vision_config": CLIP, "image_token_index": 300, "video_token_index": 301, "image_seq_length": 16},
+            {
+                "text_config": TEXT,
+                "vision_config": CLIP,
+                "image_token_index": 300,
+                "video_token_index": 301,
+                "image_seq_length": 16,
+            },
             load={"attn_implementation": "eager"},
         ),
     },

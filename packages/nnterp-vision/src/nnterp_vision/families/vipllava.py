@@ -13,6 +13,7 @@ per image token, as a view (as ``Vision`` does every scatter's argument).
 """
 
 from nnterp.families import default
+
 from transformers.models.vipllava.modeling_vipllava import VipLlavaModel
 
 from ..components import ImageScatter, Projector
@@ -21,6 +22,7 @@ from ..family import VisionFamily
 from ..tiny.sizes import CLIP, TEXT
 from ..tiny.vipllava import VipLlavaTinyConfig
 from . import llava
+
 
 class VipLlavaProjector(Projector):
     """VipLLaVA's projector: each ``vision_feature_layer`` hidden state without its class row, side by side (its config has no select strategy)."""
@@ -40,7 +42,13 @@ FAMILY = VisionFamily(
         # two tower layers side by side into the projector (hidden_states[-2] and [0]); 16 image tokens
         "vipllava": VipLlavaTinyConfig(
             "vipllava",
-            {"text_config": TEXT, "vision_config": CLIP, "image_token_id": 300, "image_seq_length": 16, "vision_feature_layer": [-2, 0]},
+            {
+                "text_config": TEXT,
+                "vision_config": CLIP,
+                "image_token_id": 300,
+                "image_seq_length": 16,
+                "vision_feature_layer": [-2, 0],
+            },
             load={"attn_implementation": "eager"},
         ),
     },

@@ -52,7 +52,9 @@ class VisionTinyConfig(TinyConfig):
         tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
         token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         side = vision.image_size
         images = CLIPImageProcessor(size={"shortest_edge": side}, crop_size={"height": side, "width": side})

@@ -31,7 +31,9 @@ class AriaTinyConfig(VisionTinyConfig):
         tokenizer = with_named_tokens(tokenizer, directory, {"image_token": ARIA_IMAGE_TOKEN})
         token = tokenizer.convert_tokens_to_ids(ARIA_IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         images = AriaImageProcessorPil(max_image_size=SIDE, min_image_size=SIDE, split_image=False)
         processor = AriaProcessor(image_processor=images, tokenizer=tokenizer, size_conversion={SIDE: QUERIES})
         processor.save_pretrained(directory)
@@ -42,7 +44,14 @@ TINY = AriaTinyConfig(
     "aria",
     {
         "text_config": {"vocab_size": 320, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0},
-        "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": SIDE, "patch_size": PATCH},
+        "vision_config": {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": SIDE,
+            "patch_size": PATCH,
+        },
         "image_token_index": 300,
         "projector_patch_to_query_dict": {(SIDE // PATCH) ** 2: QUERIES},
     },

@@ -16,15 +16,32 @@ AYA_TOKENS = ("<|IMG_PATCH|>", "<|START_OF_IMG|>", "<|END_OF_IMG|>", "<|IMG_LINE
 #: a Cohere2 text model (one sliding and one full layer); its logit_scale away from the default, so a projection that
 #: forgets Aya Vision's scale (or adds it to Command A Vision's logits) cannot pass
 COHERE2 = {
-    "model_type": "cohere2", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"], "logit_scale": 0.3,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "cohere2",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "sliding_window": 4,
+    "layer_types": ["sliding_attention", "full_attention"],
+    "logit_scale": 0.3,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: a SigLIP tower on 16-pixel tiles in 4-pixel patches: 16 patches (4 x 4), no class row, no pooling head
 SIGLIP = {
-    "model_type": "siglip_vision_model", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "image_size": 16, "patch_size": 4, "vision_use_head": False,
+    "model_type": "siglip_vision_model",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 16,
+    "patch_size": 4,
+    "vision_use_head": False,
 }
 
 
@@ -49,7 +66,9 @@ class AyaVisionTinyConfig(VisionTinyConfig):
         tokenizer.add_special_tokens({"additional_special_tokens": list(AYA_TOKENS)})
         token = tokenizer.convert_tokens_to_ids(AYA_TOKENS[0])
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         side = config.vision_config.image_size
         images = GotOcr2ImageProcessorPil(
             size={"height": side, "width": side}, crop_to_patches=True, min_patches=1, max_patches=self.max_tiles

@@ -14,7 +14,9 @@ from .aya_vision import COHERE2, SIGLIP
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries, and the tokenizer attributes that name them
 COHERE2_VISION_TOKENS = {
-    "image_token": "<|IMG_PATCH|>", "boi_token": "<|START_OF_IMG|>", "eoi_token": "<|END_OF_IMG|>",
+    "image_token": "<|IMG_PATCH|>",
+    "boi_token": "<|START_OF_IMG|>",
+    "eoi_token": "<|END_OF_IMG|>",
     "img_line_break_token": "<|IMG_LINE_BREAK|>",
 }
 
@@ -35,14 +37,18 @@ class Cohere2VisionTinyConfig(VisionTinyConfig):
 
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the Command A Vision processor: ``tokenizer`` naming its image tokens, a tiling image processor sized to the tower."""
-        from transformers.models.cohere2_vision.image_processing_cohere2_vision import Cohere2VisionImageProcessor  # torchvision
+        from transformers.models.cohere2_vision.image_processing_cohere2_vision import (
+            Cohere2VisionImageProcessor,  # torchvision
+        )
         from transformers.models.cohere2_vision.processing_cohere2_vision import Cohere2VisionProcessor
 
         tokenizer.add_special_tokens({"additional_special_tokens": list(COHERE2_VISION_TOKENS.values())})
         tokenizer.save_pretrained(directory)
         tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens=COHERE2_VISION_TOKENS)
         if tokenizer.image_token_id != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {tokenizer.image_token_id}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {tokenizer.image_token_id}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         side = vision.image_size
         images = Cohere2VisionImageProcessor(
@@ -58,6 +64,12 @@ class Cohere2VisionTinyConfig(VisionTinyConfig):
 #: the image token follows the tokenizer's 300 entries; 16 patches a crop, pixel-shuffled by 2 into 4 image tokens
 TINY = Cohere2VisionTinyConfig(
     "cohere2_vision",
-    {"text_config": COHERE2, "vision_config": SIGLIP, "image_token_id": 300, "downsample_factor": 2, "alignment_intermediate_size": 128},
+    {
+        "text_config": COHERE2,
+        "vision_config": SIGLIP,
+        "image_token_id": 300,
+        "downsample_factor": 2,
+        "alignment_intermediate_size": 128,
+    },
     load={"attn_implementation": "eager"},
 )

@@ -33,11 +33,15 @@ class DeepseekVLTinyConfig(VisionTinyConfig):
         tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens={"image_token": IMAGE_TOKEN})
         token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         side = vision.image_size
         images = DeepseekVLImageProcessor(size={"height": side, "width": side})
-        processor = DeepseekVLProcessor(image_processor=images, tokenizer=tokenizer, num_image_tokens=(side // vision.patch_size) ** 2)
+        processor = DeepseekVLProcessor(
+            image_processor=images, tokenizer=tokenizer, num_image_tokens=(side // vision.patch_size) ** 2
+        )
         processor.save_pretrained(directory)
 
 

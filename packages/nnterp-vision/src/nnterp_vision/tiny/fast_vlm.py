@@ -13,15 +13,31 @@ from . import IMAGE_TOKEN, VisionTinyConfig
 
 #: a Qwen2 text model, the sizes every tiny checkpoint shares
 TEXT = {
-    "model_type": "qwen2", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "qwen2",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: FastViT-MCi3 (FastVLM's tower) shrunk: one block per stage (three RepMixer stages, two attention stages), a total
 #: stride of 64, so a 128-pixel image is a 2 x 2 feature map of final_conv's 64 channels (twice the last stage's 32)
 FASTVIT = {
-    "model_type": "timm_wrapper", "architecture": "fastvit_mci3", "do_pooling": True, "hidden_size": 64,
-    "model_args": {"inference_mode": True, "layers": [1, 1, 1, 1, 1], "embed_dims": [8, 16, 16, 32, 32], "mlp_ratios": [2, 2, 2, 2, 2]},
+    "model_type": "timm_wrapper",
+    "architecture": "fastvit_mci3",
+    "do_pooling": True,
+    "hidden_size": 64,
+    "model_args": {
+        "inference_mode": True,
+        "layers": [1, 1, 1, 1, 1],
+        "embed_dims": [8, 16, 16, 32, 32],
+        "mlp_ratios": [2, 2, 2, 2, 2],
+    },
 }
 #: the side every image is resized and cropped to
 SIDE = 128
@@ -44,7 +60,9 @@ class FastVlmTinyConfig(VisionTinyConfig):
         import torch
         from transformers import AutoModelForImageTextToText
 
-        model = AutoModelForImageTextToText.from_config(config, **{key: value for key, value in self.load.items() if key != "dispatch"})
+        model = AutoModelForImageTextToText.from_config(
+            config, **{key: value for key, value in self.load.items() if key != "dispatch"}
+        )
         with torch.no_grad():
             for module in model.model.vision_tower.modules():
                 if isinstance(module, torch.nn.Conv2d):
@@ -58,11 +76,17 @@ class FastVlmTinyConfig(VisionTinyConfig):
         tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
         token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         images = CLIPImageProcessor(size={"shortest_edge": SIDE}, crop_size={"height": SIDE, "width": SIDE})
         processor = LlavaProcessor(
-            image_processor=images, tokenizer=tokenizer, patch_size=64, vision_feature_select_strategy="full",
-            num_additional_image_tokens=0, image_token=IMAGE_TOKEN,
+            image_processor=images,
+            tokenizer=tokenizer,
+            patch_size=64,
+            vision_feature_select_strategy="full",
+            num_additional_image_tokens=0,
+            image_token=IMAGE_TOKEN,
         )
         processor.save_pretrained(directory)
 

@@ -15,14 +15,30 @@ from . import VisionTinyConfig
 BOI, EOI, IMAGE = "<start_of_image>", "<end_of_image>", "<image_soft_token>"
 #: a Gemma 3 text model (one sliding and one full layer)
 GEMMA3 = {
-    "model_type": "gemma3_text", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "sliding_window": 8, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "gemma3_text",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "sliding_window": 8,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: a SigLIP tower on 32-pixel images in 8-pixel patches: 16 patches (4 x 4), no class row, no pooling head
 SIGLIP = {
-    "model_type": "siglip_vision_model", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "image_size": 32, "patch_size": 8, "vision_use_head": False,
+    "model_type": "siglip_vision_model",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
+    "vision_use_head": False,
 }
 
 
@@ -44,7 +60,9 @@ class Gemma3TinyConfig(VisionTinyConfig):
             raise ValueError(f"{self.model_type}: the image tokens are ids {ids}; the config says otherwise")
         side = config.vision_config.image_size
         images = Gemma3ImageProcessor(size={"height": side, "width": side})
-        processor = Gemma3Processor(image_processor=images, tokenizer=tokenizer, image_seq_length=config.mm_tokens_per_image)
+        processor = Gemma3Processor(
+            image_processor=images, tokenizer=tokenizer, image_seq_length=config.mm_tokens_per_image
+        )
         processor.save_pretrained(directory)
 
 
@@ -52,8 +70,12 @@ class Gemma3TinyConfig(VisionTinyConfig):
 TINY = Gemma3TinyConfig(
     "gemma3",
     {
-        "text_config": GEMMA3, "vision_config": SIGLIP, "mm_tokens_per_image": 4,
-        "boi_token_index": 300, "eoi_token_index": 301, "image_token_index": 302,
+        "text_config": GEMMA3,
+        "vision_config": SIGLIP,
+        "mm_tokens_per_image": 4,
+        "boi_token_index": 300,
+        "eoi_token_index": 301,
+        "image_token_index": 302,
     },
     load={"attn_implementation": "eager"},
 )

@@ -56,12 +56,16 @@ class Glm4vTinyConfig(QwenVLTinyConfig):
         add_tokens(self.model_type, tokenizer, config, dict(self.tokens))
         module, prefix = self.processor
         package = f"transformers.models.{module}"
-        images = getattr(importlib.import_module(f"{package}.image_processing_pil_{module}"), f"{prefix}ImageProcessorPil")
+        images = getattr(
+            importlib.import_module(f"{package}.image_processing_pil_{module}"), f"{prefix}ImageProcessorPil"
+        )
         videos = getattr(importlib.import_module(f"{package}.video_processing_{module}"), f"{prefix}VideoProcessor")
         processor = getattr(importlib.import_module(f"{package}.processing_{module}"), f"{prefix}Processor")
         vision = config.vision_config
         sizes = {
-            "patch_size": vision.patch_size, "temporal_patch_size": vision.temporal_patch_size, "merge_size": vision.spatial_merge_size
+            "patch_size": vision.patch_size,
+            "temporal_patch_size": vision.temporal_patch_size,
+            "merge_size": vision.spatial_merge_size,
         }
         fewest, most = self.pixels
         processor(
@@ -73,13 +77,25 @@ class Glm4vTinyConfig(QwenVLTinyConfig):
 
 #: GLM-4's text model on 3D rotary positions over half of each 16-wide head: mrope_section sums to 16 * 0.5 // 2
 GLM4V_TEXT = {
-    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]}
+    "rope_parameters": {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "partial_rotary_factor": 0.5,
+        "mrope_section": [2, 1, 1],
+    }
 }
 #: a tower 32 wide (2 heads of 16) apart from the text's 64: its blocks' MLP is out_hidden_size (the text width) wide,
 #: its merger's intermediate_size; the learned position grid is square, (image_size / patch_size) ** 2 = 16
 GLM4V_VIT = {
-    "depth": 2, "hidden_size": 32, "num_heads": 2, "out_hidden_size": 64, "intermediate_size": 128, "patch_size": 8,
-    "image_size": 32, "spatial_merge_size": 2, "temporal_patch_size": 2,
+    "depth": 2,
+    "hidden_size": 32,
+    "num_heads": 2,
+    "out_hidden_size": 64,
+    "intermediate_size": 128,
+    "patch_size": 8,
+    "image_size": 32,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
 }
 
 #: the checks' image: 4x6 patches, merged 2x2 into 6 image tokens
@@ -88,8 +104,16 @@ TINY = Glm4vTinyConfig("glm4v", {"text_config": GLM4V_TEXT, "vision_config": GLM
 TINY_MOE = Glm4vTinyConfig("glm4v_moe", {"text_config": GLM4V_TEXT, "vision_config": GLM4V_VIT, **GLM_TOKEN_IDS})
 #: GLM-4.1V's text model, whole: GLM-4.6V builds its sub-configs through AutoConfig, which TinyConfig does not shrink
 GLM4V_TEXT_SIZED = {
-    "model_type": "glm4v_text", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "pad_token_id": 0, **GLM4V_TEXT,
+    "model_type": "glm4v_text",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "pad_token_id": 0,
+    **GLM4V_TEXT,
 }
 #: GLM-4.6V: GLM-4.1V's tower and text model (its defaults) under its own processor, the same as GLM-4.1V's
 TINY_46V = Glm4vTinyConfig(
@@ -99,12 +123,20 @@ TINY_46V = Glm4vTinyConfig(
 )
 #: GLM-4.5V's text model, whole, for GLM-4.6V: 4 routed experts, 2 per token, one shared; block 0 dense
 GLM4V_MOE_TEXT_SIZED = {
-    **GLM4V_TEXT_SIZED, "model_type": "glm4v_moe_text", "moe_intermediate_size": 32, "n_routed_experts": 4,
-    "num_experts_per_tok": 2, "n_shared_experts": 1,
+    **GLM4V_TEXT_SIZED,
+    "model_type": "glm4v_moe_text",
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
 }
 #: GLM-4.6V on GLM-4.5V's tower and MoE text model (the large checkpoint), served by ``glm46v_moe``
 TINY_46V_MOE = Glm4vTinyConfig(
     "glm46v",
-    {"text_config": GLM4V_MOE_TEXT_SIZED, "vision_config": {"model_type": "glm4v_moe_vision", **GLM4V_VIT}, **GLM_TOKEN_IDS},
+    {
+        "text_config": GLM4V_MOE_TEXT_SIZED,
+        "vision_config": {"model_type": "glm4v_moe_vision", **GLM4V_VIT},
+        **GLM_TOKEN_IDS,
+    },
     processor=("glm46v", "Glm46V"),
 )

@@ -27,7 +27,11 @@ class GlmgaTinyConfig(Glm4vTinyConfig):
         super().save_preprocessors(directory, tokenizer, config)
         saved = Glm46VProcessor.from_pretrained(directory)
         images = saved.image_processor
-        sizes = {"patch_size": images.patch_size, "temporal_patch_size": images.temporal_patch_size, "merge_size": images.merge_size}
+        sizes = {
+            "patch_size": images.patch_size,
+            "temporal_patch_size": images.temporal_patch_size,
+            "merge_size": images.merge_size,
+        }
         Glm46VProcessor(
             image_processor=GlmgaImageProcessorPil(size=dict(images.size), **sizes),
             tokenizer=saved.tokenizer,
@@ -37,5 +41,6 @@ class GlmgaTinyConfig(Glm4vTinyConfig):
 
 #: GLM-4.6V's tiny checkpoint under the GLMGA type: GLM-4.1V's tower and text model; the checks' image is 6 image tokens
 TINY = GlmgaTinyConfig(
-    "glmga", {"text_config": GLM4V_TEXT_SIZED, "vision_config": {"model_type": "glm4v_vision", **GLM4V_VIT}, **GLM_TOKEN_IDS}
+    "glmga",
+    {"text_config": GLM4V_TEXT_SIZED, "vision_config": {"model_type": "glm4v_vision", **GLM4V_VIT}, **GLM_TOKEN_IDS},
 )

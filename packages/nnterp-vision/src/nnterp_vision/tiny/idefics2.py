@@ -14,12 +14,22 @@ from .idefics3 import TEXT
 
 #: an Idefics2 tower on 32-pixel images in 8-pixel patches: 16 patches, no class row
 IDEFICS2_VISION = {
-    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 32, "patch_size": 8,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
 }
 #: the resampler: 4 latents per image through 2 blocks, at the text width (grouped-query, 4 heads of 16 over 2 key heads)
 PERCEIVER = {
-    "hidden_size": 64, "resampler_n_latents": 4, "resampler_depth": 2, "resampler_n_heads": 4, "resampler_head_dim": 16,
-    "num_key_value_heads": 2, "rms_norm_eps": 1e-6,
+    "hidden_size": 64,
+    "resampler_n_latents": 4,
+    "resampler_depth": 2,
+    "resampler_n_heads": 4,
+    "resampler_head_dim": 16,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-6,
 }
 
 
@@ -42,7 +52,9 @@ class Idefics2TinyConfig(VisionTinyConfig):
             image_processor=images, tokenizer=tokenizer, image_seq_len=config.perceiver_config.resampler_n_latents
         )
         if processor.image_token_id != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {processor.image_token_id}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {processor.image_token_id}; the config says {config.image_token_id}"
+            )
         processor.save_pretrained(directory)
 
 
@@ -50,7 +62,9 @@ class Idefics2TinyConfig(VisionTinyConfig):
 TINY = Idefics2TinyConfig(
     "idefics2",
     {
-        "text_config": {**TEXT, "model_type": "mistral"}, "vision_config": IDEFICS2_VISION, "perceiver_config": PERCEIVER,
+        "text_config": {**TEXT, "model_type": "mistral"},
+        "vision_config": IDEFICS2_VISION,
+        "perceiver_config": PERCEIVER,
         "image_token_id": 301,
     },
     load={"attn_implementation": "eager"},

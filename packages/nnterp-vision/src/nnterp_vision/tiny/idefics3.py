@@ -13,9 +13,18 @@ from . import IMAGE_TOKEN, VisionTinyConfig
 
 #: a Llama text model, the sizes of ``checkpoints.TEXT`` (repeated: ``checkpoints`` imports this module)
 TEXT = {
-    "model_type": "llama", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "llama",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 
 #: the tokens the processor wraps each image's with, added in this order after the tokenizer's 300 entries
@@ -24,8 +33,13 @@ END_OF_UTTERANCE = "<end_of_utterance>"
 GLOBAL_IMAGE_TAG = "<global-img>"
 #: an Idefics3 tower on 32-pixel images in 8-pixel patches: 16 patches, no class row
 IDEFICS3_VISION = {
-    "model_type": "idefics3_vision", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "image_size": 32, "patch_size": 8,
+    "model_type": "idefics3_vision",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
 }
 
 
@@ -43,10 +57,14 @@ class Idefics3TinyConfig(VisionTinyConfig):
         """Save the Idefics3 processor (SmolVLM's too): the image tokens at fixed ids, an image processor sized to the tower."""
         from transformers import Idefics3ImageProcessor, Idefics3Processor
 
-        tokenizer.add_special_tokens({"additional_special_tokens": [FAKE_IMAGE_TOKEN, IMAGE_TOKEN, END_OF_UTTERANCE, GLOBAL_IMAGE_TAG]})
+        tokenizer.add_special_tokens(
+            {"additional_special_tokens": [FAKE_IMAGE_TOKEN, IMAGE_TOKEN, END_OF_UTTERANCE, GLOBAL_IMAGE_TAG]}
+        )
         token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         side = vision.image_size
         images = Idefics3ImageProcessor(
@@ -68,6 +86,11 @@ TINY = Idefics3TinyConfig(
 #: SmolVLM: Idefics3's modeling under its own names, the same tiny sizes
 SMOLVLM = Idefics3TinyConfig(
     "smolvlm",
-    {"text_config": TEXT, "vision_config": {**IDEFICS3_VISION, "model_type": "smolvlm_vision"}, "image_token_id": 301, "scale_factor": 2},
+    {
+        "text_config": TEXT,
+        "vision_config": {**IDEFICS3_VISION, "model_type": "smolvlm_vision"},
+        "image_token_id": 301,
+        "scale_factor": 2,
+    },
     load={"attn_implementation": "eager"},
 )

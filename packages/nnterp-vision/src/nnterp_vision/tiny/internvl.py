@@ -12,17 +12,36 @@ from typing import Any
 from . import VisionTinyConfig, with_named_tokens
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries, and the tokenizer attributes that name them
-INTERNVL_TOKENS = {"context_image_token": "<IMG_CONTEXT>", "start_image_token": "<img>", "end_image_token": "</img>", "video_token": "<video>"}
+INTERNVL_TOKENS = {
+    "context_image_token": "<IMG_CONTEXT>",
+    "start_image_token": "<img>",
+    "end_image_token": "</img>",
+    "video_token": "<video>",
+}
 #: a Qwen2 text model, the sizes of ``checkpoints.TEXT`` (repeated: ``checkpoints`` imports this module)
 QWEN2 = {
-    "model_type": "qwen2", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "qwen2",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: an InternViT on 16-pixel tiles in 4-pixel patches: 16 patches (4 x 4) and a class row, layer-scaled blocks
 INTERNVIT = {
-    "model_type": "internvl_vision", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "image_size": 16, "patch_size": 4,
+    "model_type": "internvl_vision",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 16,
+    "patch_size": 4,
 }
 
 
@@ -45,7 +64,9 @@ class InternVLTinyConfig(VisionTinyConfig):
 
         tokenizer = with_named_tokens(tokenizer, directory, INTERNVL_TOKENS)
         if tokenizer.context_image_token_id != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {tokenizer.context_image_token_id}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {tokenizer.context_image_token_id}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         side, patch = vision.image_size[0], vision.patch_size[0]
         images = GotOcr2ImageProcessorPil(
@@ -60,7 +81,9 @@ class InternVLTinyConfig(VisionTinyConfig):
         from transformers.models.internvl.video_processing_internvl import InternVLVideoProcessor  # needs torchvision
 
         videos = InternVLVideoProcessor(size={"height": side, "width": side})
-        return InternVLProcessor(image_processor=images, tokenizer=tokenizer, video_processor=videos, image_seq_length=seq)
+        return InternVLProcessor(
+            image_processor=images, tokenizer=tokenizer, video_processor=videos, image_seq_length=seq
+        )
 
 
 #: the image token follows the tokenizer's 300 entries; 16 patches a crop (the class row dropped), shuffled into 4 image tokens

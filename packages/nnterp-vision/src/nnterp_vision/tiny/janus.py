@@ -16,13 +16,27 @@ from .idefics3 import TEXT
 BOI, EOI = "<begin_of_image>", "<end_of_image>"
 #: a Janus tower on 32-pixel images in 8-pixel patches: 16 patches, no class row; the aligner (depth 2) to the text width
 JANUS_VISION = {
-    "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 32, "patch_size": 8,
-    "mlp_ratio": 2.0, "projection_dim": 64, "depth": 2, "num_image_tokens": 16,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
+    "mlp_ratio": 2.0,
+    "projection_dim": 64,
+    "depth": 2,
+    "num_image_tokens": 16,
 }
 #: the generation path's VQ-VAE, as small as its group norms (32 groups) allow; no trace runs it
 VQ = {
-    "embed_dim": 8, "num_embeddings": 64, "latent_channels": 32, "base_channels": 32, "channel_multiplier": [1, 1],
-    "num_res_blocks": 1, "projection_dim": 64, "image_token_embed_dim": 64, "num_hidden_layers": 2,
+    "embed_dim": 8,
+    "num_embeddings": 64,
+    "latent_channels": 32,
+    "base_channels": 32,
+    "channel_multiplier": [1, 1],
+    "num_res_blocks": 1,
+    "projection_dim": 64,
+    "image_token_embed_dim": 64,
+    "num_hidden_layers": 2,
 }
 
 
@@ -41,11 +55,15 @@ class JanusTinyConfig(VisionTinyConfig):
         tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens=named)
         token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         side = vision.image_size
         images = JanusImageProcessor(size={"height": side, "width": side})
-        processor = JanusProcessor(image_processor=images, tokenizer=tokenizer, num_image_tokens=(side // vision.patch_size) ** 2)
+        processor = JanusProcessor(
+            image_processor=images, tokenizer=tokenizer, num_image_tokens=(side // vision.patch_size) ** 2
+        )
         processor.save_pretrained(directory)
 
 

@@ -13,22 +13,49 @@ from . import VisionTinyConfig
 
 #: the processor's tokens, in the order the tokenizer gains them, and the config fields naming their ids (after the 300 entries)
 KIMI_TOKENS = {
-    "<|media_pad|>": "image_token_id", "<|kimi_k25_video_placeholder|>": "video_token_id",
-    "<|media_begin|>": "vision_start_token_id", "<|media_end|>": "vision_end_token_id",
+    "<|media_pad|>": "image_token_id",
+    "<|kimi_k25_video_placeholder|>": "video_token_id",
+    "<|media_begin|>": "vision_start_token_id",
+    "<|media_end|>": "vision_end_token_id",
 }
 KIMI_TOKEN_IDS = {field: 300 + index for index, field in enumerate(KIMI_TOKENS.values())}
 #: DeepSeek-V3's text model, whole (the wrapper builds it through AutoConfig): latent attention, block 0 dense, then 4 experts
 DEEPSEEK_V3_TEXT = {
-    "model_type": "deepseek_v3", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32,
-    "num_hidden_layers": 2, "first_k_dense_replace": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
-    "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 1, "topk_group": 1,
-    "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
-    "max_position_embeddings": 256, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "deepseek_v3",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "first_k_dense_replace": 1,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "q_lora_rank": 32,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: a MoonViT 32 wide (2 heads of 16) on 8-pixel patches, a learned 6 x 6 position grid, 2 x 2 merge kernels
 MOONVIT = {
-    "model_type": "kimi_k25_vision", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-    "num_attention_heads": 2, "patch_size": 8, "pos_emb_height": 6, "pos_emb_width": 6, "pos_emb_time": 4,
+    "model_type": "kimi_k25_vision",
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "patch_size": 8,
+    "pos_emb_height": 6,
+    "pos_emb_width": 6,
+    "pos_emb_time": 4,
     "merge_kernel_size": [2, 2],
 }
 

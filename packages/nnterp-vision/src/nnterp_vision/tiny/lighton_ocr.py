@@ -12,7 +12,11 @@ from typing import Any
 from . import VisionTinyConfig
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries, and the tokenizer attributes that name them
-LIGHTON_TOKENS = {"image_token": "<|image_pad|>", "image_break_token": "<|vision_pad|>", "image_end_token": "<|vision_end|>"}
+LIGHTON_TOKENS = {
+    "image_token": "<|image_pad|>",
+    "image_break_token": "<|vision_pad|>",
+    "image_end_token": "<|vision_end|>",
+}
 
 
 @dataclass(frozen=True)
@@ -34,11 +38,18 @@ class LightOnOcrTinyConfig(VisionTinyConfig):
         tokenizer.save_pretrained(directory)
         tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens=LIGHTON_TOKENS)
         if tokenizer.image_token_id != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {tokenizer.image_token_id}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {tokenizer.image_token_id}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         unit = vision.patch_size * config.spatial_merge_size
-        images = PixtralImageProcessorPil(size={"longest_edge": vision.image_size}, patch_size={"height": unit, "width": unit})
+        images = PixtralImageProcessorPil(
+            size={"longest_edge": vision.image_size}, patch_size={"height": unit, "width": unit}
+        )
         processor = LightOnOcrProcessor(
-            image_processor=images, tokenizer=tokenizer, patch_size=vision.patch_size, spatial_merge_size=config.spatial_merge_size
+            image_processor=images,
+            tokenizer=tokenizer,
+            patch_size=vision.patch_size,
+            spatial_merge_size=config.spatial_merge_size,
         )
         processor.save_pretrained(directory)

@@ -15,9 +15,16 @@ from . import VisionTinyConfig
 TOKENS = ("<|image_start|>", "<|image_end|>", "<|image|>", "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>")
 #: a Llama 4 tower on 32-pixel images in 8-pixel patches: 16 patches and a class row (last), shuffled by 0.5 into 4 tokens
 LLAMA4_VISION = {
-    "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
-    "image_size": 32, "patch_size": 8, "pixel_shuffle_ratio": 0.5,
-    "projector_input_dim": 64, "projector_output_dim": 64, "vision_output_dim": 64,
+    "hidden_size": 64,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
+    "pixel_shuffle_ratio": 0.5,
+    "projector_input_dim": 64,
+    "projector_output_dim": 64,
+    "vision_output_dim": 64,
 }
 
 
@@ -33,7 +40,11 @@ class Llama4TinyConfig(VisionTinyConfig):
         """Save the Llama 4 processor, its tokens at fixed ids, its image processor sized to the tower (one tile)."""
         tokenizer.add_special_tokens({"additional_special_tokens": list(TOKENS)})
         ids = {token: tokenizer.convert_tokens_to_ids(token) for token in TOKENS}
-        if (ids["<|image_start|>"], ids["<|image_end|>"], ids["<|patch|>"]) != (config.boi_token_id, config.eoi_token_id, config.image_token_id):
+        if (ids["<|image_start|>"], ids["<|image_end|>"], ids["<|patch|>"]) != (
+            config.boi_token_id,
+            config.eoi_token_id,
+            config.image_token_id,
+        ):
             raise ValueError(f"{self.model_type}: the image tokens are ids {ids}; the config says otherwise")
         from transformers import Llama4ImageProcessor, Llama4Processor  # torchvision, through the image processor
 
@@ -41,7 +52,9 @@ class Llama4TinyConfig(VisionTinyConfig):
         side = vision.image_size
         images = Llama4ImageProcessor(size={"height": side, "width": side}, max_patches=1, resize_to_max_canvas=False)
         processor = Llama4Processor(
-            image_processor=images, tokenizer=tokenizer, patch_size=vision.patch_size,
+            image_processor=images,
+            tokenizer=tokenizer,
+            patch_size=vision.patch_size,
             pixel_shuffle_ratio=vision.pixel_shuffle_ratio,
         )
         processor.save_pretrained(directory)

@@ -30,7 +30,9 @@ class LlavaNextTinyConfig(VisionTinyConfig):
         tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
         token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         side = vision.image_size
         images = LlavaNextImageProcessor(

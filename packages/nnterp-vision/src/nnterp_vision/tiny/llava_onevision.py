@@ -15,14 +15,29 @@ from . import IMAGE_TOKEN, VisionTinyConfig
 VIDEO_TOKEN = "<video>"
 #: a Qwen2 text model, the sizes of ``checkpoints.TEXT`` (repeated: ``checkpoints`` imports this module)
 QWEN2 = {
-    "model_type": "qwen2", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "qwen2",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: a SigLIP tower on 32-pixel crops in 8-pixel patches: 16 patches (4 x 4), no class row, no pooling head
 SIGLIP = {
-    "model_type": "siglip_vision_model", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "image_size": 32, "patch_size": 8, "vision_use_head": False,
+    "model_type": "siglip_vision_model",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
+    "vision_use_head": False,
 }
 
 
@@ -39,7 +54,9 @@ class LlavaOnevisionTinyConfig(VisionTinyConfig):
 
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the OneVision processor: ``tokenizer`` with the image and video tokens, an anyres image processor sized to the tower."""
-        from transformers.models.llava_onevision.image_processing_pil_llava_onevision import LlavaOnevisionImageProcessorPil
+        from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
+            LlavaOnevisionImageProcessorPil,
+        )
         from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
         from transformers.models.llava_onevision.video_processing_llava_onevision import LlavaOnevisionVideoProcessor
 
@@ -50,7 +67,8 @@ class LlavaOnevisionTinyConfig(VisionTinyConfig):
         vision = config.vision_config
         side = vision.image_size
         images = LlavaOnevisionImageProcessorPil(
-            size={"height": side, "width": side}, image_grid_pinpoints=[list(pinpoint) for pinpoint in config.image_grid_pinpoints]
+            size={"height": side, "width": side},
+            image_grid_pinpoints=[list(pinpoint) for pinpoint in config.image_grid_pinpoints],
         )
         videos = LlavaOnevisionVideoProcessor(size={"height": side, "width": side})
         processor = LlavaOnevisionProcessor(
@@ -68,7 +86,10 @@ class LlavaOnevisionTinyConfig(VisionTinyConfig):
 TINY = LlavaOnevisionTinyConfig(
     "llava_onevision",
     {
-        "text_config": QWEN2, "vision_config": SIGLIP, "image_token_id": 300, "video_token_id": 301,
+        "text_config": QWEN2,
+        "vision_config": SIGLIP,
+        "image_token_id": 300,
+        "video_token_id": 301,
         "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]],
     },
     load={"attn_implementation": "eager"},

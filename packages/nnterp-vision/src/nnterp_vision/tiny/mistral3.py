@@ -28,16 +28,22 @@ class PixtralTinyConfig(VisionTinyConfig):
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the Pixtral processor: ``tokenizer`` with the image tokens, and an image processor sized to the tower."""
         from transformers.models.pixtral.image_processing_pil_pixtral import PixtralImageProcessorPil
-        from transformers.models.pixtral.processing_pixtral import PixtralProcessor  # the lazy name is a stub without torchvision
+        from transformers.models.pixtral.processing_pixtral import (
+            PixtralProcessor,  # the lazy name is a stub without torchvision
+        )
 
         tokenizer.add_tokens(list(PIXTRAL_TOKENS), special_tokens=True)
         token = tokenizer.convert_tokens_to_ids(PIXTRAL_TOKENS[0])
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         vision = config.vision_config
         merge = getattr(config, "spatial_merge_size", 1)
         unit = vision.patch_size * merge
-        images = PixtralImageProcessorPil(size={"longest_edge": vision.image_size}, patch_size={"height": unit, "width": unit})
+        images = PixtralImageProcessorPil(
+            size={"longest_edge": vision.image_size}, patch_size={"height": unit, "width": unit}
+        )
         processor = PixtralProcessor(
             image_processor=images, tokenizer=tokenizer, patch_size=vision.patch_size, spatial_merge_size=merge
         )

@@ -24,8 +24,12 @@ OVIS2_5_TOKENS = {
 }
 #: the config fields naming the same tokens, in the same order
 OVIS2_5_TOKEN_FIELDS = {
-    "image_token": "image_token_id", "video_token": "video_token_id", "image_start_token": "image_start_token_id",
-    "image_end_token": "image_end_token_id", "video_start_token": "video_start_token_id", "video_end_token": "video_end_token_id",
+    "image_token": "image_token_id",
+    "video_token": "video_token_id",
+    "image_start_token": "image_start_token_id",
+    "image_end_token": "image_end_token_id",
+    "video_start_token": "video_start_token_id",
+    "video_end_token": "video_end_token_id",
 }
 
 
@@ -50,10 +54,16 @@ class Ovis2TinyConfig(QwenVLTinyConfig):
         for name, field in OVIS2_5_TOKEN_FIELDS.items():
             found = tokenizer.convert_tokens_to_ids(OVIS2_5_TOKENS[name])
             if found != getattr(config, field):
-                raise ValueError(f"{self.model_type}: {OVIS2_5_TOKENS[name]} is id {found}; the config's {field} is {getattr(config, field)}")
+                raise ValueError(
+                    f"{self.model_type}: {OVIS2_5_TOKENS[name]} is id {found}; the config's {field} is {getattr(config, field)}"
+                )
         vision = config.vision_config
         fewest, most = self.pixels
-        sizes = {"patch_size": vision.patch_size, "temporal_patch_size": vision.temporal_patch_size, "merge_size": vision.spatial_merge_size}
+        sizes = {
+            "patch_size": vision.patch_size,
+            "temporal_patch_size": vision.temporal_patch_size,
+            "merge_size": vision.spatial_merge_size,
+        }
         images = Ovis2_5ImageProcessorPil(size={"shortest_edge": fewest, "longest_edge": most}, **sizes)
         videos = Ovis2_5VideoProcessor(**sizes)
         Ovis2_5Processor(image_processor=images, tokenizer=tokenizer, video_processor=videos).save_pretrained(directory)
@@ -62,15 +72,24 @@ class Ovis2TinyConfig(QwenVLTinyConfig):
 #: a tower of two blocks, the first in 32-pixel windows (2 x 2 merge blocks), on a 4 x 4 learned position grid; a
 #: visual vocabulary of 32 words and the 4 indicators
 OVIS2_5_VIT = {
-    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 8,
-    "image_size": 32, "spatial_merge_size": 2, "window_size": 32, "layer_types": ["window_attention", "full_attention"],
-    "vocab_size": 36, "num_visual_indicator_tokens": 4,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "patch_size": 8,
+    "image_size": 32,
+    "spatial_merge_size": 2,
+    "window_size": 32,
+    "layer_types": ["window_attention", "full_attention"],
+    "vocab_size": 36,
+    "num_visual_indicator_tokens": 4,
 }
 #: the tokens follow the tokenizer's 300 entries
 TINY = Ovis2TinyConfig(
     "ovis2_5",
     {
-        "text_config": {**TEXT, "model_type": "qwen3"}, "vision_config": OVIS2_5_VIT,
+        "text_config": {**TEXT, "model_type": "qwen3"},
+        "vision_config": OVIS2_5_VIT,
         **{field: 300 + index for index, field in enumerate(OVIS2_5_TOKEN_FIELDS.values())},
     },
     load={"attn_implementation": "eager"},

@@ -13,7 +13,9 @@ from .glm4v import add_tokens
 from .qwen2_vl import QWEN_TOKEN_FIELDS, QwenVLTinyConfig
 
 #: the processor's tokens and the config fields naming them (image, video, vision start, vision end: Qwen2-VL's fields)
-PADDLE_TOKENS = dict(zip(("<|IMAGE_PLACEHOLDER|>", "<|video_pad|>", "<|IMAGE_START|>", "<|IMAGE_END|>"), QWEN_TOKEN_FIELDS))
+PADDLE_TOKENS = dict(
+    zip(("<|IMAGE_PLACEHOLDER|>", "<|video_pad|>", "<|IMAGE_START|>", "<|IMAGE_END|>"), QWEN_TOKEN_FIELDS)
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,9 @@ class PaddleOcrTinyConfig(QwenVLTinyConfig):
         fewest, most = self.pixels
         vision = config.vision_config
         images = PaddleOCRVLImageProcessorPil(
-            size={"shortest_edge": fewest, "longest_edge": most}, patch_size=vision.patch_size, temporal_patch_size=1,
+            size={"shortest_edge": fewest, "longest_edge": most},
+            patch_size=vision.patch_size,
+            temporal_patch_size=1,
             merge_size=vision.spatial_merge_size,
         )
         PaddleOCRVLProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(directory)
@@ -47,8 +51,13 @@ class PaddleOcrTinyConfig(QwenVLTinyConfig):
 PADDLE_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
 #: a tower 32 wide (2 heads of 16) apart from the text's 64; the learned position grid is square, (32 / 8) ** 2 = 16
 PADDLE_VIT = {
-    "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "patch_size": 8,
-    "image_size": 32, "spatial_merge_size": 2,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "patch_size": 8,
+    "image_size": 32,
+    "spatial_merge_size": 2,
 }
 #: the checks' image: 4 x 6 patches, merged 2 x 2 by the projector into 6 image tokens
 TINY = PaddleOcrTinyConfig(

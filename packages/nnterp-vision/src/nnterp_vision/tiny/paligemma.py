@@ -15,14 +15,29 @@ from . import IMAGE_TOKEN, VisionTinyConfig
 VOCAB = 1536
 #: a Gemma text model, the checkpoint's (PaliGemma 1's) kind
 GEMMA = {
-    "model_type": "gemma", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "gemma",
+    "vocab_size": VOCAB,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: a SigLIP tower on 32-pixel images in 8-pixel patches: 16 patches, no class row, no pooling head
 SIGLIP = {
-    "model_type": "siglip_vision_model", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "image_size": 32, "patch_size": 8, "vision_use_head": False,
+    "model_type": "siglip_vision_model",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
+    "vision_use_head": False,
 }
 
 
@@ -37,7 +52,9 @@ class PaliGemmaTinyConfig(VisionTinyConfig):
         tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
         token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
         if token != config.image_token_id:
-            raise ValueError(f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}")
+            raise ValueError(
+                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
+            )
         tokenizer.image_token, tokenizer.image_token_id = IMAGE_TOKEN, token
         vision = config.vision_config
         side = vision.image_size
@@ -52,6 +69,13 @@ class PaliGemmaTinyConfig(VisionTinyConfig):
 #: the image token follows the tokenizer's 300 entries; 16 image tokens, one per patch
 TINY = PaliGemmaTinyConfig(
     "paligemma",
-    {"text_config": GEMMA, "vision_config": SIGLIP, "image_token_index": 300, "projection_dim": 64, "hidden_size": 64, "vocab_size": VOCAB},
+    {
+        "text_config": GEMMA,
+        "vision_config": SIGLIP,
+        "image_token_index": 300,
+        "projection_dim": 64,
+        "hidden_size": 64,
+        "vocab_size": VOCAB,
+    },
     load={"attn_implementation": "eager"},
 )

@@ -15,17 +15,36 @@ from . import VisionTinyConfig
 IMAGE, VIDEO = "<|image|>", "<|video|>"
 #: a Llama text model, the sizes every tiny checkpoint shares
 TEXT = {
-    "model_type": "llama", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "llama",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: PE-Core's architecture shrunk: 32-pixel tiles in 8-pixel patches (4 x 4 and a class row), rotary on a 4 x 4 grid,
 #: a layer scale after each sublayer (PE-Lang's), no final norm and no pooling head (the checkpoint's own settings)
 PE = {
-    "model_type": "timm_wrapper", "architecture": "vit_pe_core_large_patch14_336", "do_pooling": False,
+    "model_type": "timm_wrapper",
+    "architecture": "vit_pe_core_large_patch14_336",
+    "do_pooling": False,
     "model_args": {
-        "embed_dim": 64, "depth": 2, "num_heads": 4, "mlp_ratio": 2.0, "patch_size": 8, "img_size": [32, 32],
-        "ref_feat_shape": [4, 4], "class_token": True, "init_values": 0.1, "global_pool": "",
+        "embed_dim": 64,
+        "depth": 2,
+        "num_heads": 4,
+        "mlp_ratio": 2.0,
+        "patch_size": 8,
+        "img_size": [32, 32],
+        "ref_feat_shape": [4, 4],
+        "class_token": True,
+        "init_values": 0.1,
+        "global_pool": "",
         "use_post_transformer_norm": False,
     },
 }
@@ -44,7 +63,9 @@ class PerceptionLMTinyConfig(VisionTinyConfig):
         """The model, from ``config``: ``load`` without ``dispatch`` (a load argument, not a model one)."""
         from transformers import AutoModelForImageTextToText
 
-        return AutoModelForImageTextToText.from_config(config, **{key: value for key, value in self.load.items() if key != "dispatch"})
+        return AutoModelForImageTextToText.from_config(
+            config, **{key: value for key, value in self.load.items() if key != "dispatch"}
+        )
 
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the PerceptionLM processor: ``tokenizer`` with the image and video tokens, tiles of the tower's size."""
@@ -53,7 +74,9 @@ class PerceptionLMTinyConfig(VisionTinyConfig):
         tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE, VIDEO]})
         tokenizer.save_pretrained(directory)
         # reloaded to name them: the processor reads tokenizer.image_token and video_token (and their ids)
-        tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens={"image_token": IMAGE, "video_token": VIDEO})
+        tokenizer = type(tokenizer).from_pretrained(
+            directory, extra_special_tokens={"image_token": IMAGE, "video_token": VIDEO}
+        )
         ids = [tokenizer.image_token_id, tokenizer.video_token_id]
         if ids != [config.image_token_id, config.video_token_id]:
             raise ValueError(f"{self.model_type}: the image and video tokens are ids {ids}; the config says otherwise")
@@ -76,6 +99,12 @@ LOAD = {"attn_implementation": "eager", "dispatch": True}
 #: the checks' image: a thumbnail and one tile, 4 x 4 patches each pooled 2 x 2, so 8 image tokens per image
 TINY = PerceptionLMTinyConfig(
     "perception_lm",
-    {"text_config": TEXT, "vision_config": PE, "image_token_id": 300, "video_token_id": 301, "projector_pooling_ratio": 2},
+    {
+        "text_config": TEXT,
+        "vision_config": PE,
+        "image_token_id": 300,
+        "video_token_id": 301,
+        "projector_pooling_ratio": 2,
+    },
     load=LOAD,
 )

@@ -17,8 +17,11 @@ QWEN_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_e
 QWEN_TOKEN_FIELDS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
 #: each wrapper's processor class, in its model type's processing module; both take Qwen2-VL's image and video processors
 PROCESSORS = {
-    "qwen2_vl": "Qwen2VLProcessor", "qwen2_5_vl": "Qwen2_5_VLProcessor", "hyperclovax_vision_v2": "HyperCLOVAXVisionV2Processor",
-    "exaone4_5": "Exaone4_5_Processor", "llava_onevision1_5": "Exaone4_5_Processor",
+    "qwen2_vl": "Qwen2VLProcessor",
+    "qwen2_5_vl": "Qwen2_5_VLProcessor",
+    "hyperclovax_vision_v2": "HyperCLOVAXVisionV2Processor",
+    "exaone4_5": "Exaone4_5_Processor",
+    "llava_onevision1_5": "Exaone4_5_Processor",
 }
 #: the model type whose processing module holds a wrapper's processor, where it is another's (LLaVA-OneVision-1.5 has none)
 PROCESSOR_MODULES = {"llava_onevision1_5": "exaone4_5"}
@@ -53,7 +56,9 @@ class QwenVLTinyConfig(VisionTinyConfig):
         for token, name in zip(QWEN_TOKENS, QWEN_TOKEN_FIELDS):
             found = tokenizer.convert_tokens_to_ids(token)
             if found != getattr(config, name):
-                raise ValueError(f"{self.model_type}: {token} is id {found}; the config's {name} is {getattr(config, name)}")
+                raise ValueError(
+                    f"{self.model_type}: {token} is id {found}; the config's {name} is {getattr(config, name)}"
+                )
         vision = config.vision_config
         fewest, most = self.pixels
         # a tower patching each frame alone (a 2D convolution: LLaVA-OneVision-1.5's) has no temporal_patch_size
@@ -65,7 +70,9 @@ class QwenVLTinyConfig(VisionTinyConfig):
             merge_size=vision.spatial_merge_size,
         )
         # the processor requires its video processor, which needs torchvision; no video is ever traced
-        videos = Qwen2VLVideoProcessor(patch_size=vision.patch_size, temporal_patch_size=frames, merge_size=vision.spatial_merge_size)
+        videos = Qwen2VLVideoProcessor(
+            patch_size=vision.patch_size, temporal_patch_size=frames, merge_size=vision.spatial_merge_size
+        )
         module = PROCESSOR_MODULES.get(self.model_type, self.model_type)
         processing = importlib.import_module(f"transformers.models.{module}.processing_{module}")
         processor = getattr(processing, PROCESSORS[self.model_type])(

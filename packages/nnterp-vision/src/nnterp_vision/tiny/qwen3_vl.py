@@ -30,7 +30,9 @@ class Qwen3VLTinyConfig(QwenVLTinyConfig):
         for token, name in zip(QWEN_TOKENS, QWEN_TOKEN_FIELDS):
             found = tokenizer.convert_tokens_to_ids(token)
             if found != getattr(config, name):
-                raise ValueError(f"{self.model_type}: {token} is id {found}; the config's {name} is {getattr(config, name)}")
+                raise ValueError(
+                    f"{self.model_type}: {token} is id {found}; the config's {name} is {getattr(config, name)}"
+                )
         vision = config.vision_config
         fewest, most = self.pixels
         images = Qwen2VLImageProcessorPil(
@@ -41,6 +43,8 @@ class Qwen3VLTinyConfig(QwenVLTinyConfig):
         )
         # the processor requires its video processor; no video is ever traced
         videos = Qwen3VLVideoProcessor(
-            patch_size=vision.patch_size, temporal_patch_size=vision.temporal_patch_size, merge_size=vision.spatial_merge_size
+            patch_size=vision.patch_size,
+            temporal_patch_size=vision.temporal_patch_size,
+            merge_size=vision.spatial_merge_size,
         )
         Qwen3VLProcessor(image_processor=images, tokenizer=tokenizer, video_processor=videos).save_pretrained(directory)

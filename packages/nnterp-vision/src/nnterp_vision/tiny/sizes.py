@@ -6,44 +6,106 @@ built from them, and nothing is imported until a checkpoint is written.
 
 #: the text model: the sizes every tiny checkpoint shares
 TEXT = {
-    "model_type": "llama", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "llama",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: a CLIP tower on 32-pixel images in 8-pixel patches: 16 patches and the class row
 CLIP = {
-    "model_type": "clip_vision_model", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "image_size": 32, "patch_size": 8,
+    "model_type": "clip_vision_model",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
 }
 
 #: a Pixtral tower: any resolution up to 48 pixels a side, in 4-pixel patches (the checks' 40x48 image: 10x12 patches)
 PIXTRAL = {
-    "model_type": "pixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "head_dim": 16, "image_size": 48, "patch_size": 4,
+    "model_type": "pixtral",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "head_dim": 16,
+    "image_size": 48,
+    "patch_size": 4,
 }
 #: the Qwen processors' tokens follow the tokenizer's 300 entries (image, video, vision start, vision end)
 QWEN_TOKENS = {"image_token_id": 300, "video_token_id": 301, "vision_start_token_id": 302, "vision_end_token_id": 303}
 #: Qwen2's text model on 3D rotary positions: mrope_section sums to head_dim // 2
 QWEN_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}}
 QWEN2_VL_VIT = {
-    "depth": 2, "embed_dim": 64, "hidden_size": 64, "num_heads": 4, "mlp_ratio": 2, "patch_size": 8,
-    "spatial_merge_size": 2, "temporal_patch_size": 2,
+    "depth": 2,
+    "embed_dim": 64,
+    "hidden_size": 64,
+    "num_heads": 4,
+    "mlp_ratio": 2,
+    "patch_size": 8,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
 }
 QWEN2_5_VL_VIT = {
-    "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2,
-    "temporal_patch_size": 2, "window_size": 32, "out_hidden_size": 64, "fullatt_block_indexes": [1],
+    "depth": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_heads": 4,
+    "patch_size": 8,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "window_size": 32,
+    "out_hidden_size": 64,
+    "fullatt_block_indexes": [1],
 }
 #: Qwen3-VL's text model: interleaved 3D rotary positions; mrope_section sums to head_dim // 2
-QWEN3_TEXT = {"head_dim": 16, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3], "mrope_interleaved": True}}
+QWEN3_TEXT = {
+    "head_dim": 16,
+    "rope_parameters": {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "mrope_section": [2, 3, 3],
+        "mrope_interleaved": True,
+    },
+}
 #: a gated DeltaNet mixer: two key heads of 8 shared by four value heads (nnterp-recurrent's tiny sizes)
-DELTANET = {"linear_key_head_dim": 8, "linear_value_head_dim": 8, "linear_num_key_heads": 2, "linear_num_value_heads": 4}
+DELTANET = {
+    "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+}
 #: Qwen3.5's text model: the gated DeltaNet sizes, a quarter of each 32-wide head rotated, in 3D
 QWEN3_5_TEXT = {
-    **DELTANET, "head_dim": 32,
-    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [2, 1, 1], "mrope_interleaved": True},
+    **DELTANET,
+    "head_dim": 32,
+    "rope_parameters": {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "partial_rotary_factor": 0.25,
+        "mrope_section": [2, 1, 1],
+        "mrope_interleaved": True,
+    },
 }
 #: the learned position grid must be square (4 x 4); block 0 feeds the one DeepStack merger
 QWEN3_VL_VIT = {
-    "depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 8, "spatial_merge_size": 2,
-    "temporal_patch_size": 2, "out_hidden_size": 64, "num_position_embeddings": 16, "deepstack_visual_indexes": [0],
+    "depth": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_heads": 4,
+    "patch_size": 8,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "out_hidden_size": 64,
+    "num_position_embeddings": 16,
+    "deepstack_visual_indexes": [0],
 }

@@ -36,17 +36,33 @@ class VideoLlama3TinyConfig(QwenVLTinyConfig):
         patch = config.vision_config.patch_size
         images = VideoLlama3ImageProcessorPil(size={"shortest_edge": fewest, "longest_edge": most}, patch_size=patch)
         videos = VideoLlama3VideoProcessor(patch_size=patch)
-        VideoLlama3Processor(image_processor=images, tokenizer=tokenizer, video_processor=videos).save_pretrained(directory)
+        VideoLlama3Processor(image_processor=images, tokenizer=tokenizer, video_processor=videos).save_pretrained(
+            directory
+        )
 
 
 #: Qwen2's text model, whole: VideoLLaMA3 builds it through AutoConfig, which TinyConfig does not shrink
 QWEN2_TEXT = {
-    "model_type": "qwen2", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "bos_token_id": 0,
-    "eos_token_id": 0, "pad_token_id": 0,
+    "model_type": "qwen2",
+    "vocab_size": 320,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "pad_token_id": 0,
 }
 #: a tower 32 wide (2 heads of 16) apart from the text's 64
-VIDEO_LLAMA_3_VIT = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "patch_size": 8}
+VIDEO_LLAMA_3_VIT = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "patch_size": 8,
+}
 #: the checks' image: 5 x 6 patches, one image token each
 TINY = VideoLlama3TinyConfig(
     "video_llama_3",

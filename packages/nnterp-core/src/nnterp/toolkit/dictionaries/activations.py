@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm

@@ -77,7 +77,11 @@ class Dictionary:
             )
         d_in, d_sae = self.W_enc.shape
         d_out = self.W_dec.shape[1]
-        expected = {"W_dec": (self.W_dec, (d_sae, d_out)), "b_enc": (self.b_enc, (d_sae,)), "b_dec": (self.b_dec, (d_out,))}
+        expected = {
+            "W_dec": (self.W_dec, (d_sae, d_out)),
+            "b_enc": (self.b_enc, (d_sae,)),
+            "b_dec": (self.b_dec, (d_out,)),
+        }
         if self.threshold is not None:
             expected["threshold"] = (self.threshold, (d_sae,))
         if self.W_skip is not None:
@@ -97,7 +101,9 @@ class Dictionary:
         if self.rescale_acts_by_decoder_norm and self.activation != "topk":
             raise ValueError("rescale_acts_by_decoder_norm ranks top-k pre-activations: it needs activation='topk'")
         if self.normalize_activations not in NORMALIZATIONS:
-            raise ValueError(f"normalize_activations {self.normalize_activations!r} is not one of {', '.join(NORMALIZATIONS)}")
+            raise ValueError(
+                f"normalize_activations {self.normalize_activations!r} is not one of {', '.join(NORMALIZATIONS)}"
+            )
         if self.writes is None:
             if d_out != d_in:
                 raise ValueError(
@@ -106,7 +112,9 @@ class Dictionary:
             if self.W_skip is not None:
                 raise ValueError("W_skip is a transcoder's skip connection: give writes= too")
         elif self.apply_b_dec_to_input:
-            raise ValueError("apply_b_dec_to_input subtracts the output bias from the input: a transcoder cannot (b_dec is its output's)")
+            raise ValueError(
+                "apply_b_dec_to_input subtracts the output bias from the input: a transcoder cannot (b_dec is its output's)"
+            )
         self._moved: dict[tuple, Dictionary] = {}
 
     # -- sizes and kind ----------------------------------------------------------
@@ -147,9 +155,16 @@ class Dictionary:
         """A copy with every tensor on ``device`` and floating ones in ``dtype`` (None keeps each)."""
 
         def move(tensor: Tensor | None) -> Tensor | None:
-            return None if tensor is None else tensor.to(device=device, dtype=dtype if tensor.is_floating_point() else None)
+            return (
+                None
+                if tensor is None
+                else tensor.to(device=device, dtype=dtype if tensor.is_floating_point() else None)
+            )
 
-        return replace(self, **{name: move(getattr(self, name)) for name in ("W_enc", "W_dec", "b_enc", "b_dec", "threshold", "W_skip")})
+        return replace(
+            self,
+            **{name: move(getattr(self, name)) for name in ("W_enc", "W_dec", "b_enc", "b_dec", "threshold", "W_skip")},
+        )
 
     def _on(self, device: torch.device) -> Dictionary:
         """This dictionary on ``device``, the copy kept for the next call."""
@@ -251,7 +266,9 @@ class Dictionary:
         b_enc = torch.zeros(W_enc.shape[1], dtype=W_enc.dtype, device=W_enc.device) if b_enc is None else b_enc
         b_dec = torch.zeros(W_dec.shape[1], dtype=W_dec.dtype, device=W_dec.device) if b_dec is None else b_dec
         options = {name: value.detach() if isinstance(value, Tensor) else value for name, value in options.items()}
-        return cls(W_enc.detach(), W_dec.detach(), b_enc.detach(), b_dec.detach(), reads=reads, writes=writes, **options)
+        return cls(
+            W_enc.detach(), W_dec.detach(), b_enc.detach(), b_dec.detach(), reads=reads, writes=writes, **options
+        )
 
     @classmethod
     def from_saelens(
@@ -270,7 +287,13 @@ class Dictionary:
 
     @classmethod
     def from_gemma_scope(
-        cls, path: str | Path, *, reads: str, writes: str | None = None, model: Any = None, device: str | torch.device = "cpu"
+        cls,
+        path: str | Path,
+        *,
+        reads: str,
+        writes: str | None = None,
+        model: Any = None,
+        device: str | torch.device = "cpu",
     ) -> Dictionary:
         """Load a Gemma Scope ``params.npz`` (a JumpReLU SAE, or transcoder with ``writes``) at ``reads``: ``dictionary_formats.load_gemma_scope``."""
         from ..dictionary_formats import load_gemma_scope
@@ -322,7 +345,9 @@ class Dictionary:
         if writes != reads:
             check_site(model, self, writes, "d_out", "writes", function)
             if expand_names(model, [reads, writes])[0] != reads:
-                raise ValueError(f"this transcoder writes {writes}, which the forward computes before {reads}, the value it reads")
+                raise ValueError(
+                    f"this transcoder writes {writes}, which the forward computes before {reads}, the value it reads"
+                )
         return reads, writes
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
@@ -50,7 +51,9 @@ class DictionaryEvaluation:
         """``(ablated_loss - spliced_loss) / (ablated_loss - clean_loss)``: 1 when splicing costs nothing, 0 as bad as ablating."""
         gap = self.ablated_loss - self.clean_loss
         if gap == 0:
-            raise ValueError("ablating the value leaves the loss unchanged, so the loss recovered has no gap to measure against")
+            raise ValueError(
+                "ablating the value leaves the loss unchanged, so the loss recovered has no gap to measure against"
+            )
         return (self.ablated_loss - self.spliced_loss) / gap
 
     @property
@@ -64,7 +67,9 @@ def _next_token_loss(logits: Tensor, batch: dict[str, Tensor]) -> Tensor:
     ids = batch["input_ids"].to(logits.device)
     mask = batch["attention_mask"].to(logits.device).bool()
     scored = mask[:, :-1] & mask[:, 1:]
-    losses = torch.nn.functional.cross_entropy(logits[:, :-1].float().flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
+    losses = torch.nn.functional.cross_entropy(
+        logits[:, :-1].float().flatten(0, 1), ids[:, 1:].flatten(), reduction="none"
+    )
     return torch.stack([losses[scored.flatten()].double().sum(), scored.sum().double()]).cpu()
 
 
@@ -127,7 +132,9 @@ def evaluate_dictionary(
     mean = value_sum / tokens
     ablated = torch.zeros(2, dtype=torch.float64)
     for batch in batches:
-        ablated += _loss_with(model, batch, remote, lambda: _ablate(model, writes, mean if ablation == "mean" else None))
+        ablated += _loss_with(
+            model, batch, remote, lambda: _ablate(model, writes, mean if ablation == "mean" else None)
+        )
         bar.update()
     bar.close()
     variance = totals[3] - tokens * mean.pow(2).sum()
@@ -158,5 +165,9 @@ def _ablate(model: Any, site: str, mean: Tensor | None) -> None:
     """Write zeros (or ``mean`` at every position) in place of ``site``; inside a trace."""
     host, name = _host(model, site)
     value = getattr(host, name)
-    replaced = torch.zeros_like(value) if mean is None else mean.to(device=value.device, dtype=value.dtype).expand_as(value).clone()
+    replaced = (
+        torch.zeros_like(value)
+        if mean is None
+        else mean.to(device=value.device, dtype=value.dtype).expand_as(value).clone()
+    )
     setattr(host, name, replaced)

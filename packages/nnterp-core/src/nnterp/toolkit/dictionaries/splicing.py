@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 
@@ -69,7 +70,11 @@ def splice(
 
 
 def _described(value: Any) -> str:
-    return f"a tensor of shape [{', '.join(map(str, value.shape))}]" if isinstance(value, Tensor) else f"a {type(value).__name__}"
+    return (
+        f"a tensor of shape [{', '.join(map(str, value.shape))}]"
+        if isinstance(value, Tensor)
+        else f"a {type(value).__name__}"
+    )
 
 
 @torch.no_grad()
@@ -95,7 +100,9 @@ def run_with_dictionary(
     return _spliced(model, dictionary, _inputs.as_batch(model, prompts, function), edit, keep_error, remote)
 
 
-def _spliced(model: Any, dictionary: Dictionary, batch: Batch, edit: Any, keep_error: bool, remote: bool | str) -> Tensor:
+def _spliced(
+    model: Any, dictionary: Dictionary, batch: Batch, edit: Any, keep_error: bool, remote: bool | str
+) -> Tensor:
     """The logits of one trace of ``batch`` with the dictionary spliced in (``splice``'s ``edit`` and ``keep_error``)."""
     out: list[Tensor] = []
     with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
@@ -145,7 +152,17 @@ def set_features(
     return _set(model, dictionary, prompts, features, value, positions, keep_error, remote, "set_features")
 
 
-def _set(model: Any, dictionary: Dictionary, prompts: Prompts, features: Any, value: Any, positions: Index, keep_error: bool, remote: Any, function: str) -> Tensor:
+def _set(
+    model: Any,
+    dictionary: Dictionary,
+    prompts: Prompts,
+    features: Any,
+    value: Any,
+    positions: Index,
+    keep_error: bool,
+    remote: Any,
+    function: str,
+) -> Tensor:
     """``set_features`` (and ``ablate_features``, ``value`` 0), every argument checked before the trace."""
     _arguments.outside_trace(function)
     dictionary.sites(model, function=function)

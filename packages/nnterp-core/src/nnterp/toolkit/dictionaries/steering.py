@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import nnsight
+
 import torch
 from torch import Tensor
 
@@ -52,7 +53,9 @@ def steer_features(
         )
     batch = _inputs.as_batch(model, prompts, function)
     where = _inputs.where(positions, batch, function)
-    direction = (coefficients.to(dictionary.W_dec.device)[:, None] * dictionary.W_dec[chosen.to(dictionary.W_dec.device)]).sum(0)
+    direction = (
+        coefficients.to(dictionary.W_dec.device)[:, None] * dictionary.W_dec[chosen.to(dictionary.W_dec.device)]
+    ).sum(0)
     out: list[Tensor] = []
     with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
         nnsight.save(out)
