@@ -273,7 +273,7 @@ class StandardizedTransformer(TransformersModel):
         """
         return value.logits
 
-    @logits.postprocess  # type: ignore[no-redef]  # eproperty's postprocess rebinds the name, as property.setter does (mypy knows only property's)
+    @logits.postprocess
     def logits(self, value: Tensor) -> Any:
         from nnsight.intervention.interleaver import Mediator
 
