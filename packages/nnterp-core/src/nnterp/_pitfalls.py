@@ -408,9 +408,9 @@ def _grad_read_before(frame: Any, line: int) -> str | None:
                 isinstance(called, ast.Call)
                 and isinstance(called.func, ast.Attribute)
                 and called.func.attr == "backward"
+                and (block is None or node.lineno > block.lineno)
             ):
-                if block is None or node.lineno > block.lineno:
-                    block = node
+                block = node
     if block is None:
         return None
     reads = [

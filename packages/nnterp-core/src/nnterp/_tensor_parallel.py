@@ -179,7 +179,7 @@ def read_whole(prop: Any, envoy: Any, value: Any, plain: bool) -> Any:
             mediator.transform = None
         return value
     whole = found.whole(value)
-    whole._nnterp_whole = True
+    whole.__dict__["_nnterp_whole"] = True  # as setattr does on a tensor; a mark torch's stubs do not declare
     # where autograd records, the model goes on from the whole, so a backward reaches the value as served
     differentiated = torch.is_grad_enabled() and whole.requires_grad
     # a partial's piece is not a slice of the whole, so only a copy tells whether the whole was edited

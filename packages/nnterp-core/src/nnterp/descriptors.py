@@ -14,7 +14,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from nnsight.intervention.eproperty import WriteBack, eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
@@ -117,6 +117,10 @@ class EProperty(eproperty):
     that call has been drilled into in the current run.
     """
 
+    #: the value's name: the decorated function's (``eproperty.__call__``), else, for a value assigned undecorated
+    #: (``unavailable(...)``), the attribute's it is assigned to (``__set_name__``); None only until then
+    name: str
+
     def __init__(
         self,
         key: str | Callable[[Any], str] | None = None,
@@ -169,7 +173,7 @@ class EProperty(eproperty):
         return (_rebuilt, (type(self), dict(self.__dict__)))
 
     #: what ``evolve`` calls a field the object keeps under another attribute
-    _FIELD_ATTRIBUTES = {
+    _FIELD_ATTRIBUTES: ClassVar[dict[str, str]] = {
         "unavailable": "_unavailable",
         "read": "_preprocess",
         "write": "_postprocess",
@@ -265,7 +269,8 @@ class EProperty(eproperty):
             return product
 
         def write_back(envoy: Any, view: Any, served: Any) -> Any:
-            original, unedited = getattr(view, "_nnterp_scaled_from", (None, None))
+            scaled_from: tuple[Any, Any] = getattr(view, "_nnterp_scaled_from", (None, None))
+            original, unedited = scaled_from
             if original is not None and torch.equal(view, unedited):
                 return gradient_through(original, view, factor(envoy))
             return view / factor(envoy)
@@ -426,10 +431,10 @@ class EProperty(eproperty):
                     raise
                 raise better from None
             except ValueError:
-                better = self._outside(obj, "read")
-                if better is None:
+                outside = self._outside(obj, "read")
+                if outside is None:
                     raise
-                raise better from None
+                raise outside from None
             if sharded:
                 value = tensor_parallel.read_whole(self, obj, value, self._transform is None)
         except AttributeError as error:
@@ -458,10 +463,10 @@ class EProperty(eproperty):
                 raise
             raise better from None
         except ValueError:
-            better = self._outside(obj, verb)
-            if better is None:
+            outside = self._outside(obj, verb)
+            if outside is None:
                 raise
-            raise better from None
+            raise outside from None
 
     def _outside(self, obj: Any, verb: str) -> ValueError | None:
         """``OutsideTrace`` for nnsight's ``Cannot access ... outside of interleaving`` (no worker runs), else None."""
@@ -610,7 +615,7 @@ def gradient_through(original: Any, view: Any, factor: float) -> Any:
     return original.detach() + ((view - view.detach()) / factor).to(original.dtype)
 
 
-def _rebuilt(cls: type, state: dict) -> EProperty:
+def _rebuilt(cls: type[EProperty], state: dict) -> EProperty:
     """An EProperty of class ``cls`` with ``state``: how one is unpickled."""
     value = cls.__new__(cls)
     property.__init__(value)
@@ -722,7 +727,7 @@ class TokenEProperty(EProperty):
         if shown is value:
             return value
         if not self._laid_out(value):
-            total, start, size = self._rows(location, value)
+            total, _, size = self._rows(location, value)
             if size != total:
                 return value
         try:
@@ -765,7 +770,7 @@ class TokenEProperty(EProperty):
         if getattr(flat, "_nnsight_batch", False):
             return
         if not self._laid_out(flat):
-            total, start, size = self._rows(location, flat)
+            total, _, size = self._rows(location, flat)
             if size != total:
                 return
         try:
@@ -805,6 +810,9 @@ class TokenEProperty(EProperty):
 
 class Placeholder(EProperty):
     """A value a family does not have: every access raises ``Unavailable`` with the reason."""
+
+    #: the reason, a string (``unavailable(reason)``)
+    _unavailable: str
 
     def inside_forward(self) -> bool:
         return False

@@ -24,7 +24,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from types import MappingProxyType, ModuleType
-from typing import Any
+from typing import Any, overload
 
 from .tiny import TinyConfig
 
@@ -201,6 +201,10 @@ def family_of_module(module: Any) -> Family:
     return family
 
 
+@overload
+def as_family(family: None) -> None: ...
+@overload
+def as_family(family: Family | ModuleType | str) -> Family: ...
 def as_family(family: Family | ModuleType | str | None) -> Family | None:
     """A ``family=`` argument as a Family: one given, a family module's ``FAMILY``, or that of a module named by its path."""
     if isinstance(family, str):

@@ -255,9 +255,13 @@ def _block_list(module: nn.Module) -> tuple[str, nn.ModuleList] | None:
     """The longest ``nn.ModuleList`` whose children are all one class, and its path."""
     best: tuple[str, nn.ModuleList] | None = None
     for path, child in module.named_modules():
-        if isinstance(child, nn.ModuleList) and len(child) and len({type(block) for block in child}) == 1:
-            if best is None or len(child) > len(best[1]):
-                best = (path, child)
+        if (
+            isinstance(child, nn.ModuleList)
+            and len(child)
+            and len({type(block) for block in child}) == 1
+            and (best is None or len(child) > len(best[1]))
+        ):
+            best = (path, child)
     return best
 
 

@@ -11,12 +11,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .._cache import given_cache
 from . import Patch
+
+if TYPE_CHECKING:
+    from nnsight import Envoy
 
 
 @Patch.of("nnsight.modeling.processing:encode_pretokenized")
@@ -62,7 +65,8 @@ def BACKWARD_GRAD_FOR_BLOCKS(grad_property: Any) -> Any:
     """
     from greenlet import getcurrent
 
-    native = torch.Tensor.grad
+    #: torch's own attribute: a descriptor on the class (torch's stubs declare an instance attribute, Tensor | None)
+    native: Any = torch.Tensor.grad
 
     def bridged(interleaver: Any, *args: Any) -> property:
         served = grad_property(interleaver, *args)
@@ -114,7 +118,7 @@ def _content(rename: Any, envoys: Any) -> tuple | None:
     return key
 
 
-def _miss_is_certain(envoy_type: type) -> bool:
+def _miss_is_certain(envoy_type: type[Envoy]) -> bool:
     """Whether a name that is in no namespace of an envoy of this type, nor of its module, is an ``AttributeError`` with no side effect."""
     from nnsight import Envoy
 
@@ -128,7 +132,7 @@ def _miss_is_certain(envoy_type: type) -> bool:
     return envoy_type.__getattr__ in (Envoy.__getattr__, Standard.__getattr__, Layer.__getattr__)
 
 
-def _plain_module(module_type: type) -> bool:
+def _plain_module(module_type: type[torch.nn.Module]) -> bool:
     """Whether attribute lookup on a module of this type is torch's own: its namespaces, then parameters, buffers, submodules."""
     return module_type.__getattr__ is torch.nn.Module.__getattr__ and not any(
         "__getattribute__" in vars(cls) for cls in module_type.__mro__[:-1]

@@ -6,7 +6,7 @@ import textwrap
 from functools import cache
 from typing import Any, ClassVar
 
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..descriptors import EProperty
 from ..errors import MissingModule
@@ -261,12 +261,12 @@ class Layer(Standard):
 
     def returns_a_tuple(self) -> bool:
         """Whether this block returns a tuple led by the stream: what its forward's return statements say, else ``returns_tuple``."""
-        said = returned_tuple(type(self._module))
+        said = returned_tuple(type(self._module))  # type: ignore[arg-type]  # mypy reads a class's __hash__ as unbound: no class is Hashable to it
         return self.returns_tuple if said is None else said
 
 
 @cache
-def returned_tuple(block: type) -> bool | None:
+def returned_tuple(block: type[nn.Module]) -> bool | None:
     """What ``block.forward``'s return statements say: a tuple (True), a bare tensor (False), or nothing clear (None).
 
     Read off the installed release's source, so a release that changes what the
@@ -286,7 +286,7 @@ def returned_tuple(block: type) -> bool | None:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bound[node.targets[0].id] = node.value
         elif isinstance(node, ast.Return) and node.value is not None:
-            value = node.value
+            value: ast.expr | None = node.value
             if isinstance(value, ast.Name):
                 value = bound.get(value.id)
             kinds.add(_kind(value))

@@ -287,10 +287,7 @@ class Moe(Mlp):
 
     def _within_kept_groups(self, choice: Tensor, groups: int, kept: int) -> Tensor:
         grouped = choice.unflatten(-1, (groups, -1))
-        if self.GROUP_SCORE == "max":
-            group_scores = grouped.max(-1).values
-        else:
-            group_scores = grouped.topk(2, dim=-1).values.sum(-1)
+        group_scores = grouped.max(-1).values if self.GROUP_SCORE == "max" else grouped.topk(2, dim=-1).values.sum(-1)
         keep = torch.zeros_like(group_scores, dtype=torch.bool)
         keep.scatter_(-1, group_scores.topk(kept, dim=-1).indices, True)
         return grouped.masked_fill(~keep.unsqueeze(-1), float("-inf")).flatten(-2)

@@ -104,11 +104,7 @@ def indices(given: Any, size: int, *, function: str, argument: str, what: str, d
         if given.is_floating_point():
             raise InvalidArgument(function, argument, given, expected)
         given = given.tolist()
-    if (
-        isinstance(given, bool)
-        or isinstance(given, (str, bytes))
-        or (not hasattr(given, "__index__") and not hasattr(given, "__iter__"))
-    ):
+    if isinstance(given, (bool, str, bytes)) or (not hasattr(given, "__index__") and not hasattr(given, "__iter__")):
         raise InvalidArgument(function, argument, given, expected)
     if hasattr(given, "__index__"):
         return [index(given, size, function=function, argument=argument, what=what)]

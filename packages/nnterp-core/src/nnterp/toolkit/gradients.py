@@ -22,6 +22,7 @@ form (``model.layers[1].layer_output.grad`` outside it raises
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -55,10 +56,8 @@ def _site(model: Any, name: str, given: Any) -> str:
     if name in SITES:
         return SITES[name]
     if name not in SITES.values():
-        try:
+        with contextlib.suppress(KeyError, ValueError):  # neither spelling: said below, with the names that work
             name = standard_name(model, name)
-        except (KeyError, ValueError):
-            pass  # neither spelling: said below, with the names that work
     if name in SITES.values():
         return name
     raise _arguments.InvalidArgument(

@@ -591,7 +591,7 @@ def _is_standard(model: Any, name: str) -> bool:
 
 def _unknown_message(model: Any, name: str) -> str:
     match = _BLOCK_NAME.match(name)
-    where, rest = (match.group(2), match.group(3)) if match is not None else (None, name)
+    where = match.group(2) if match is not None else None
     hooks = [hook.spelled.replace("{i}", where) if hook.in_block and where else hook.name for hook in HOOKS]
     values = _root_names(model) + [
         f"layers.{where}.{value}" if where else value for value in sorted(_block_values(model, [0]))

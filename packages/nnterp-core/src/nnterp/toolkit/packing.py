@@ -32,7 +32,7 @@ def _config_size(config: Any, *names: str) -> int | None:
     for name in names:
         try:
             value = getattr(config, name, None)
-        except Exception:  # a size that varies by layer (transformers' per-layer configs) refuses a global read
+        except Exception:  # noqa: BLE001 - a size that varies by layer (transformers' per-layer configs) refuses a global read
             value = max(
                 (getattr(layer, name, 0) or 0 for layer in getattr(config, "per_layer_config", None) or ()),
                 default=None,

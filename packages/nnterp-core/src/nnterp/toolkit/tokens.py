@@ -54,7 +54,7 @@ def _decoder_types(tokenizer: Any) -> set[str]:
         return set()
     try:
         state = json.loads(decoder.__getstate__())
-    except Exception:  # a decoder that does not serialize: no byte-level mapping known
+    except Exception:  # noqa: BLE001 - a decoder that does not serialize: no byte-level mapping known
         return set()
     found: set[str] = set()
     stack = [state]

@@ -27,7 +27,7 @@ import json
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 from nnsight.modeling.vllm.vllm import VLLM
 
@@ -68,14 +68,14 @@ def _resolved(model: Any, family: Family | ModuleType | str | None) -> tuple[Fam
     elif isinstance(family, str) and ":" in family:
         module, _, name = family.partition(":")
         found, spec = getattr(importlib.import_module(module), name), family
-    elif isinstance(family, str) or isinstance(family, ModuleType):
+    elif isinstance(family, (str, ModuleType)):
         found = as_family(family)
         spec = family if isinstance(family, str) else family.__name__
     elif family is None:
         found = family_for_checkpoint(model)
         spec = found.name
     else:
-        found = cast(Family, as_family(family))  # given a Family, as_family returns it (None only for None)
+        found = as_family(family)
         if found.engine == "vllm" and FAMILIES.get(found.name) is not found:
             raise FamilyMismatch(
                 f"vLLM's worker builds its own tree, so it must find the {found.name} family again: pass family= as the "

@@ -47,7 +47,9 @@ def feature_index(dictionary: Dictionary, features: Index, function: str) -> Ten
         features = features.reshape(-1).tolist()
     if isinstance(features, (bool, str, bytes, float)):
         raise InvalidArgument(function, "features", features, expected)
-    items = [features] if hasattr(features, "__index__") else list(features) if hasattr(features, "__iter__") else None
+    # read by duck type, whatever the caller gave: an index, or an iterable of them; anything else is refused below
+    given: Any = features
+    items = [given] if hasattr(given, "__index__") else list(given) if hasattr(given, "__iter__") else None
     if items is None or any(isinstance(item, bool) or not hasattr(item, "__index__") for item in items):
         raise InvalidArgument(function, "features", features, expected)
     if not items:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -161,10 +161,11 @@ class Dictionary:
                 else tensor.to(device=device, dtype=dtype if tensor.is_floating_point() else None)
             )
 
-        return replace(
-            self,
-            **{name: move(getattr(self, name)) for name in ("W_enc", "W_dec", "b_enc", "b_dec", "threshold", "W_skip")},
-        )
+        # W_enc, W_dec, b_enc and b_dec are never None, so each stays a tensor
+        moved: dict[str, Any] = {
+            name: move(getattr(self, name)) for name in ("W_enc", "W_dec", "b_enc", "b_dec", "threshold", "W_skip")
+        }
+        return replace(self, **moved)
 
     def _on(self, device: torch.device) -> Dictionary:
         """This dictionary on ``device``, the copy kept for the next call."""
@@ -187,10 +188,11 @@ class Dictionary:
         if self.activation == "relu":
             return pre.relu()
         if self.activation == "jumprelu":
-            return pre.relu() * (pre > self.threshold)
+            # __post_init__ refuses a jumprelu dictionary without a threshold
+            return pre.relu() * (pre > cast(Tensor, self.threshold))
         if self.rescale_acts_by_decoder_norm:
             pre = pre * self.W_dec.norm(dim=-1)
-        values, indices = pre.topk(self.k, dim=-1)
+        values, indices = pre.topk(cast(int, self.k), dim=-1)  # __post_init__ refuses a topk dictionary without k
         return torch.zeros_like(pre).scatter_(-1, indices, values.relu())
 
     def decode(self, features: Tensor, x: Tensor | None = None) -> Tensor:
