@@ -281,7 +281,8 @@ def vision_section(rows: list[dict[str, Any]]) -> list[str]:
         "| model type | checkpoint | vision checks passed |",
         "|---|---|---|",
     ]
-    served, text_only = set(), {}
+    served: set[str] = set()
+    text_only: dict[str, str] = {}
     for entry in rows:
         ran = {name: status for name, status in entry["checks"].items() if name in image_checks}
         if not ran:

@@ -115,7 +115,8 @@ def findings(checkpoint: str, entry: dict[str, Any], old: dict[str, Any] | None)
             }
         ]
     details, frames = entry.get("details", {}), entry.get("raised_at", {})
-    unchecked = old is None or broken_reason(old) is not None
+    # the baseline's entry where it checked this checkpoint; None where it has none or the checkpoint did not load there
+    checked = None if old is None or broken_reason(old) is not None else old
     found: list[dict[str, Any]] = []
     moves: dict[tuple[str, str, str], dict[str, Any]] = {}
     still: dict[str, list[str]] = {"checks": [], "values": []}
@@ -125,10 +126,10 @@ def findings(checkpoint: str, entry: dict[str, Any], old: dict[str, Any] | None)
         moved = parse_moved(detail)
         if moved is not None:
             _moved(moves, checkpoint, moved)["checks"].append(name)
-        elif not unchecked and old.get("checks", {}).get(name, "pass") != "pass":  # failed there too
+        elif checked is not None and checked.get("checks", {}).get(name, "pass") != "pass":  # failed there too
             still["checks"].append(name)
         else:  # passed there, did not apply there, or the baseline did not check it
-            kind = NOT_IN_BASELINE if unchecked else NEWLY_FAILING
+            kind = NOT_IN_BASELINE if checked is None else NEWLY_FAILING
             found.append(
                 {
                     "checkpoint": checkpoint,

@@ -117,7 +117,7 @@ def failures_section(groups: list[dict[str, Any]]) -> list[str]:
     """The failures grouped by cause, most checkpoints first: the cause, where it was raised, what it shows as, the checkpoints."""
     lines = ["", "## Failures by cause", ""]
     if not groups:
-        return lines + ["None: every checkpoint passes, or fails only as it did in the baseline."]
+        return [*lines, "None: every checkpoint passes, or fails only as it did in the baseline."]
     for number, group in enumerate(groups, 1):
         what = (
             f"`{group['type']}: {_code(group['pattern'])}`"
@@ -192,7 +192,7 @@ def families_section(rows: dict[str, list[dict[str, Any]]], groups: list[dict[st
             merged.setdefault((row["checkpoint"], row["kind"], numbers.get(id(row))), []).append(row)
         for (checkpoint, kind, number), same in merged.items():
             lines.append(f"| {checkpoint} | {kind} | {_names(kind, same)} | {_why(kind, same, number)} |")
-    return lines if len(lines) > 2 else lines + ["", "Every checkpoint passes."]
+    return lines if len(lines) > 2 else [*lines, "", "Every checkpoint passes."]
 
 
 def _names(kind: str, rows: list[dict[str, Any]]) -> str:
@@ -223,9 +223,9 @@ def packages_section(release: str, packages: list[tuple[str, str | None, str | N
     """The distributions the scratch environment adds, lacks or has at another version than this one."""
     lines = ["", "## Packages the release moves", ""]
     if packages is None:
-        return lines + ["Not compared: `uv pip freeze` did not run on one side."]
+        return [*lines, "Not compared: `uv pip freeze` did not run on one side."]
     if not packages:
-        return lines + [f"None: with transformers {release} every other distribution is at this environment's version."]
+        return [*lines, f"None: with transformers {release} every other distribution is at this environment's version."]
     lines += [f"| package | this environment | with transformers {release} |", "|---|---|---|"]
     return lines + [f"| {name} | {here or 'absent'} | {there or 'absent'} |" for name, here, there in packages]
 

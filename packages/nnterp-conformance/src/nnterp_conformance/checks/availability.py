@@ -77,9 +77,11 @@ def unavailable_values_raise(model: Any, case: Case) -> str:
                     if error.reason != reason:
                         raise CheckFailure(
                             f"layers[{layer}].{name}: raised {error.reason!r}, but support() says {reason!r}"
-                        )
+                        ) from error
                     if calls:
-                        raise CheckFailure(f"layers[{layer}].{name}: Unavailable came only after the model ran")
+                        raise CheckFailure(
+                            f"layers[{layer}].{name}: Unavailable came only after the model ran"
+                        ) from error
                     checked += 1
                     continue
                 raise CheckFailure(f"layers[{layer}].{name}: support() says {reason!r}, yet the read did not raise")

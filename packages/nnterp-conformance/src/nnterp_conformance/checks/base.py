@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,7 +254,7 @@ def require(model: Any, *names: str) -> list[int]:
     return sorted(blocks)
 
 
-def read(model: Any, case: Case, plan: list[tuple[int | None, str]]) -> list[torch.Tensor]:
+def read(model: Any, case: Case, plan: Sequence[tuple[int | None, str]]) -> list[torch.Tensor]:
     """Read each ``(layer, name)`` of ``plan`` in one trace, in forward order; ``None`` for a root value."""
     values: list[torch.Tensor] = []
     with torch.no_grad(), model.trace(case.batch):

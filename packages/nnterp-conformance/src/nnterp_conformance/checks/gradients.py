@@ -206,7 +206,7 @@ def gradients_follow_the_stream(model: Any, case: Case) -> str:
 @check("gradients", drawn=False)
 def gradient_flows_back_through_each_block(model: Any, case: Case) -> str:
     """layer_input.grad is layer_output.grad carried back through the block: the sum of what flows through its skip and each sublayer."""
-    served, grads = _stream_gradients(model, case)
+    _served, grads = _stream_gradients(model, case)
     both = [layer for layer in grads.get("layer_input", {}) if layer in grads["layer_output"]]
     beside = {layer: model.layers[layer].read_beside_the_stream() for layer in both}
     blocks = [layer for layer in both if beside[layer] is None]

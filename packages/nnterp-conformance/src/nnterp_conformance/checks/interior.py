@@ -9,7 +9,7 @@ before its cast) shows as a gap at the block that has it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import nnsight
 from nnsight.intervention.interleaver import OutOfOrderError
@@ -94,7 +94,7 @@ class Prompt:
     #: the generate steps read (0: a trace)
     steps = 0
     #: what the trace takes besides the prompts
-    inputs: dict = {}
+    inputs: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, model: Any, case: Case) -> None:
         self.model, self.case = model, case
@@ -116,7 +116,7 @@ class DecodeStep(Prompt):
 
     steps = 2
 
-    GENERATE = {"max_new_tokens": 2, "min_new_tokens": 2, "do_sample": False}
+    GENERATE: ClassVar[dict[str, Any]] = {"max_new_tokens": 2, "min_new_tokens": 2, "do_sample": False}
 
     @property
     def prompts(self) -> list:

@@ -118,7 +118,7 @@ def mid_terms(model: Any, layer: int) -> tuple[str, ...]:
 @check("residual", applies=single_stream)
 def mid_stream(model: Any, case: Case) -> str:
     """layer_mid == layer_input + the mixers' attention_output (+ layer_input_rescaling) where the block has a mid stream."""
-    blocks = {}
+    blocks: dict[int, tuple[str, ...]] = {}
     for layer in require(model, "layer_input", "layer_mid"):
         terms = mid_terms(model, layer)
         if any(name.endswith("attention_output") for name in terms) and all(
@@ -133,13 +133,13 @@ def mid_stream(model: Any, case: Case) -> str:
     values = read_contributions(model, case, blocks)
     mids = dict(zip(blocks, read(model, case, [(layer, "layer_mid") for layer in blocks])))
     gaps = Gaps()
-    for layer, names in blocks.items():
+    for layer, terms in blocks.items():
         found, mid = values[layer], mids[layer]
-        parts = [found[name] for name in names]
+        parts = [found[name] for name in terms]
         gaps.add(
             expect_holds(
                 MID_STREAM,
-                f"layers[{layer}]: layer_input + {' + '.join(names)} against layer_mid",
+                f"layers[{layer}]: layer_input + {' + '.join(terms)} against layer_mid",
                 mid.float(),
                 stream_sum(found["layer_input"], parts),
                 dtype=coarsest(found["layer_input"], *parts, mid),

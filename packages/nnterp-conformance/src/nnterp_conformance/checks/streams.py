@@ -133,7 +133,7 @@ def streams_follow_from_mixing(model: Any, case: Case) -> str:
     after[k] == spread[k] * output + sum_j mixing[j, k] * before[j]."""
     sublayers = _sublayers(model, ("before", "after", "output", "spread", "mixing", "added"))
     gaps = Gaps()
-    for (layer, sublayer), values in sublayers.items():
+    for (layer, _sublayer), values in sublayers.items():
         unmixed = _unmixed(model, layer)
         names = [
             name
@@ -161,7 +161,7 @@ def sublayers_read_the_collapse(model: Any, case: Case) -> str:
     collapsed == sum_j collapse[j] * before[j], and its pre-norm is called with it."""
     sublayers = _sublayers(model, ("before", "collapse", "collapsed"))
     gaps = Gaps()
-    for (layer, sublayer), values in sublayers.items():
+    for (layer, _sublayer), values in sublayers.items():
         before, weights, collapsed = (
             read(model, case, [(layer, values[name])])[0] for name in ("before", "collapse", "collapsed")
         )
@@ -214,7 +214,7 @@ def written_stream_weights_reach_the_model(model: Any, case: Case) -> str:
     with torch.no_grad(), model.trace(case.batch):
         clean = model.logits.detach().clone().save()
     gaps = Gaps()
-    for (at, sublayer), values in sublayers.items():
+    for (at, _sublayer), values in sublayers.items():
         if at != layer:
             continue
         unmixed = _unmixed(model, layer)
@@ -271,7 +271,7 @@ def stream_updates_add_up(model: Any, case: Case) -> str:
     """What a step's sublayers add to the one stream they run on is the sum of its named terms, and the stream between
     them is the collapsed stream plus the first terms: innovation == sum(terms), mid == collapsed + sum(mid_terms)."""
     gaps = Gaps()
-    for (layer, step), values in _summed_steps(model).items():
+    for (layer, _step), values in _summed_steps(model).items():
         names = (values["output"], *values["terms"], *((values["collapsed"], values["mid"]) if "mid" in values else ()))
         if not all(layer in available(model, name) for name in names):
             continue
@@ -323,7 +323,7 @@ def streams_follow_at_every_step(model: Any, case: Case) -> str:
         steps = nnsight.save([])
         for _ in tracer.iter[:STEPS]:
             step = []
-            for (layer, sublayer), values in sublayers.items():
+            for (layer, _sublayer), values in sublayers.items():
                 block = model.layers[layer]
                 unmixed = _unmixed(model, layer)
                 order = in_order(values, ("before", "mixing", "spread", "output", "added", "after"))
@@ -341,7 +341,7 @@ def streams_follow_at_every_step(model: Any, case: Case) -> str:
     gaps = Gaps()
     for index, step in enumerate(steps):
         expected = length if index == 0 else 1
-        for ((layer, sublayer), values), found in zip(sublayers.items(), step):
+        for ((layer, _sublayer), values), found in zip(sublayers.items(), step):
             if found["after"].shape[1] != expected:
                 raise CheckFailure(
                     f"step {index}, layers[{layer}].{values['after']}: {found['after'].shape[1]} positions, expected {expected}"

@@ -432,10 +432,10 @@ def image_values_need_an_image(model: Any, case: Case) -> str:
         except Unavailable as error:
             raised.append(str(error))
             continue
-        except Exception as error:  # noqa: BLE001 - anything else is the failure this check names
+        except Exception as error:  # anything else is the failure this check names
             raise CheckFailure(
                 f"vision.{name} on a trace with no image raised {type(error).__name__}: {str(error)[:200]}, rather than raising Unavailable"
-            )
+            ) from error
         raise CheckFailure(f"vision.{name} read a value on a trace with no image, rather than raising Unavailable")
     return f"{len(raised)} image values unavailable without an image ({raised[0][:60]}...)"
 
