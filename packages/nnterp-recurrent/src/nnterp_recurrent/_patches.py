@@ -89,7 +89,7 @@ SEEN_THROUGH: dict[tuple[str, str], tuple[ModuleType, Any]] = {}
 
 def stands_for(found: Any) -> Any:
     """The function a ``kernels`` function module calls (``Func.forward``'s ``func``); None for anything else."""
-    forward = getattr(type(found), "forward", None)
+    forward: Any = getattr(type(found), "forward", None)
     code = getattr(forward, "__code__", None)
     if isinstance(found, torch.nn.Module) and code is not None and HUB_FUNCTION in code.co_freevars:
         return forward.__closure__[code.co_freevars.index(HUB_FUNCTION)].cell_contents

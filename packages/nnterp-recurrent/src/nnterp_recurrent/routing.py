@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nnterp.family import Family
 
 from ._patches import bind, unbind
 from ._patches import calls as calls  # what a mixer asks of its dispatchers (components.mixer)
 from ._patches import dispatcher as dispatcher
+
+if TYPE_CHECKING:  # imported where used: the components import this module
+    from .components.mixer import RecurrentMixer
 
 MODES = ("torch", "default")
 
@@ -47,7 +50,7 @@ def modeling_modules(family: Any) -> list[ModuleType]:
     )
 
 
-def mixer_classes(family: Family) -> list[type]:
+def mixer_classes(family: Family) -> list[type[RecurrentMixer]]:
     """The recurrent mixer components a family wraps its modules in (its ``envoys`` values)."""
     from .components.mixer import RecurrentMixer
 
@@ -83,7 +86,7 @@ def route_kernels(family: Any, mode: str) -> None:
                 route_module(module, cls, mode)
 
 
-def route_module(module: ModuleType, cls: type, mode: str) -> None:
+def route_module(module: ModuleType, cls: type[RecurrentMixer], mode: str) -> None:
     """Route the kernels mixer class ``cls`` names in one modeling module."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(map(repr, MODES))}")
@@ -93,11 +96,11 @@ def route_module(module: ModuleType, cls: type, mode: str) -> None:
         bind(module, cls.torch_kernels(module))
 
 
-def _classes_for(module: ModuleType) -> list[type]:
+def _classes_for(module: ModuleType) -> list[type[RecurrentMixer]]:
     # a modeling module passed directly: every registered mixer component whose kernels it names
     from .components.mixer import RecurrentMixer
 
-    def walk(cls: type) -> list[type]:
+    def walk(cls: type[RecurrentMixer]) -> list[type[RecurrentMixer]]:
         return [cls] + [sub for child in cls.__subclasses__() for sub in walk(child)]
 
     return [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 from nnsight.intervention.interleaver import Mediator
 from nnterp import DerivedEProperty, EProperty
@@ -119,6 +119,11 @@ class SelectiveScan(TokenPinnedMixer):
         """Whether this call is a decode step: one token over a cached state, through the single update."""
         return self.kernel() == self.RECURRENT_KERNEL
 
+    # the tensors are passed by position, dt's bias by keyword (as ``ARGUMENTS`` holds them)
+    @overload
+    def _position(self, name: Literal["x", "dt", "A", "B", "C"]) -> int: ...
+    @overload
+    def _position(self, name: Literal["dt_bias"]) -> str: ...
     def _position(self, name: str) -> int | str:
         return self.ARGUMENTS[name][self.decoding()]
 
@@ -127,7 +132,7 @@ class SelectiveScan(TokenPinnedMixer):
 
     def caches(self) -> bool:
         """Whether this call keeps a cache, so the scan returns its last state (the forward's ``output_final_state``)."""
-        args, kwargs = self.arguments()
+        _, kwargs = self.arguments()
         return kwargs.get("cache") is not None
 
     def parallel_scan(self) -> bool:
@@ -389,4 +394,5 @@ for _value, _vector in (
     (SelectiveScan.attention_values, False),
     (SelectiveScan.attention_head_outputs, False),
 ):
-    _value.transform(_through_view(_vector))
+    # nnsight ships no types: mypy reads a value its untyped ``postprocess`` redefined as an overloaded function
+    _value.transform(_through_view(_vector))  # type: ignore[attr-defined]

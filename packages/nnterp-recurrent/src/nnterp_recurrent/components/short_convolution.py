@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 
@@ -27,6 +27,10 @@ NO_TOKEN_STATE = (
 )
 
 
+@overload
+def _tokens_first(value: Tensor) -> Tensor: ...
+@overload
+def _tokens_first(value: None) -> None: ...
 def _tokens_first(value: Tensor | None) -> Tensor | None:
     # the module holds [batch, channels, seq] (and its window [batch, channels, window]): served tokens first; its own inverse
     return None if value is None else value.transpose(-1, -2)

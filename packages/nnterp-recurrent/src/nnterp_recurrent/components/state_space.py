@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 from nnterp import DerivedEProperty, EProperty, Unavailable, unavailable
 
@@ -41,6 +41,10 @@ NO_TOKEN_STATE = (
 )
 
 
+@overload
+def _view(value: Tensor) -> Tensor: ...
+@overload
+def _view(value: None) -> None: ...
 def _view(value: Tensor | None) -> Tensor | None:
     # [batch, heads, head_dim, state_dim] <-> [batch, heads, state_dim, head_dim]: its own inverse
     return None if value is None else value.transpose(-1, -2)
@@ -373,13 +377,13 @@ def _unseq(envoy: StateSpace, value: Tensor) -> Tensor:
 
 
 def _unedited(value: Tensor) -> Tensor:
-    value._nnterp_unedited = value.detach().clone()
+    value._nnterp_unedited = value.detach().clone()  # type: ignore[attr-defined]  # torch's stubs declare no attribute a tensor is given
     return value
 
 
 def _read_on(envoy: StateSpace, value: Tensor, gate: str) -> Tensor:
     # which gate, and the kernel it was read at: its write-back may run once the worker is on the next call
-    value._nnterp_kernel, value._nnterp_gate = envoy.kernel(), gate
+    value._nnterp_kernel, value._nnterp_gate = envoy.kernel(), gate  # type: ignore[attr-defined]  # as in _unedited
     return value
 
 
