@@ -35,7 +35,7 @@ mlp_output``, its ``stream_updates_add_up``. The family
 """
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nnterp import EProperty, Layer, StreamLayer, unavailable
 from nnterp.descriptors import gradient_through, redefine
@@ -96,6 +96,12 @@ def averaged(envoy: Any) -> float:
 class AltUpValues:
     """The values of Gemma 3n's block, declared in the order its forward serves them (as ``StreamValues`` does for
     ``StreamLayer``): the streams, AltUp's prediction, the active stream's terms, the correction, the per-layer term."""
+
+    if TYPE_CHECKING:  # what ``AltUpLayer``, the envoy these values are mixed into, gives them
+        _module: Any
+
+        @property
+        def active_stream(self) -> int: ...
 
     @EProperty("input", "The residual streams entering this block")
     def layer_input(self, value: Tensor) -> Streams:
@@ -298,7 +304,7 @@ class AltUpLayer(StreamLayer, AltUpValues):
             ),
         },
     }
-    norm_readers = {
+    norm_readers: ClassVar[dict[str, str]] = {
         StreamLayer.attention_norm_output.name: "self_attn.input",
         StreamLayer.mlp_norm_output.name: "mlp.input",
     }

@@ -24,6 +24,11 @@ NO_MODULE = (
 class InlineMlpModules(nn.Module):
     """The block's own feed-forward modules, grouped under the standard names; the model never calls this."""
 
+    #: the modules ``__init__`` adds by name (annotated only, so nn.Module still serves them)
+    up_proj: nn.Module
+    act_fn: nn.Module
+    down_proj: nn.Module
+
     def __init__(self, **modules: nn.Module) -> None:
         super().__init__()
         for name, module in modules.items():

@@ -25,7 +25,7 @@ included, and no tensor holds each slot's weighted output (``expert_outputs``)
 when the mixture has identity experts.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from nnterp import Attention, EProperty, Layer, Moe, TinyConfig, each_interior, needs_grouped_experts
 from nnterp.families import default
@@ -42,7 +42,10 @@ class LongcatFlashLayer(Layer):
     terms of their own.
     """
 
-    norm_readers = {Layer.attention_norm_output.name: "self_attn.0.input", Layer.mlp_norm_output.name: "mlp.input"}
+    norm_readers: ClassVar[dict[str, str]] = {
+        Layer.attention_norm_output.name: "self_attn.0.input",
+        Layer.mlp_norm_output.name: "mlp.input",
+    }
 
     attention_norm_output = Layer.attention_norm_output.at("input_layernorm.0.output")
     layer_mid = Layer.layer_mid.at("post_attention_layernorm.0.input")

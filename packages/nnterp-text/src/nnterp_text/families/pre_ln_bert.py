@@ -13,7 +13,7 @@ LayerNorm after the last block feeds the LM head: it is the ``norm``.
 Where each model keeps its two pre-norms differs, and the copies say where.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from nnterp import Attention, Family, Layer, Mlp
 
@@ -45,7 +45,7 @@ class PreLNBertLayer(Layer):
     ``layer_mid`` and ``mlp_norm_output`` to it.
     """
 
-    norm_readers = {
+    norm_readers: ClassVar[dict[str, str]] = {
         Layer.attention_norm_output.name: "self_attn.self.input",
         Layer.mlp_norm_output.name: "mlp.up_proj.input",
     }
