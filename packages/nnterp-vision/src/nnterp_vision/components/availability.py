@@ -40,7 +40,7 @@ def _has_image(inputs: tuple, kwargs: dict) -> bool:
     if any(kwargs.get(key) is not None for key in IMAGE_KEYS):
         return True
     first = inputs[0] if inputs else None
-    return hasattr(first, "get") and first.get("pixel_values") is not None
+    return first is not None and hasattr(first, "get") and first.get("pixel_values") is not None
 
 
 def or_no_images(reason: Any) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from nnterp.descriptors import EProperty
 from nnterp.layouts import HIDDEN
 
@@ -64,7 +66,7 @@ class Glm4vMerger(Projector):
     after its final norm, so its values are read after ``vision.tower_output``.
     """
 
-    no_selection = DOWNSAMPLED
+    no_selection: ClassVar[str | None] = DOWNSAMPLED
 
     @EProperty("input", "What the merger is called with: the downsampled tower output", no_images)
     def projector_input(self, value: Tensor) -> DownsampledInput:

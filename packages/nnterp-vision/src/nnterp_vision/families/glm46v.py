@@ -9,15 +9,16 @@ text model GLM-4's sandwich block. With GLM-4.5V's MoE text model
 ``Glm46VModel.forward`` scatters the merger's output (the ``ImageScatter``).
 """
 
+from nnterp import Family
+
 from transformers.models.glm46v.modeling_glm46v import Glm46VModel
 
 from ..components import ImageScatter
-from ..family import VisionFamily
 from ..tiny.glm4v import TINY_46V
 from . import glm4v
 
 
-def for_config(config: dict) -> VisionFamily | None:
+def for_config(config: dict) -> Family | None:
     """``glm46v_moe`` where the text model is GLM-4.5V's mixture (GLM-4.6V); this family else."""
     if (config.get("text_config") or {}).get("model_type") == "glm4v_moe_text":
         from . import glm46v_moe

@@ -48,12 +48,15 @@ def prepare_invoke(model: Any, inputs: tuple, kwargs: dict) -> tuple:
     from nnsight.modeling.processing import PROCESSOR_MEDIA_KEYS
 
     first = inputs[0] if inputs else None
-    text = isinstance(first, str) or (
-        isinstance(first, (list, tuple)) and first and all(isinstance(p, str) for p in first)
-    )
-    if not text or set(kwargs) & PROCESSOR_MEDIA_KEYS:
+    if isinstance(first, str):
+        prompts: str | list[str] = first
+    elif isinstance(first, (list, tuple)) and first and all(isinstance(p, str) for p in first):
+        prompts = list(first)
+    else:
         return inputs, kwargs
-    encoding = model.tokenizer(first if isinstance(first, str) else list(first), return_token_type_ids=False)
+    if set(kwargs) & PROCESSOR_MEDIA_KEYS:
+        return inputs, kwargs
+    encoding = model.tokenizer(prompts, return_token_type_ids=False)
     return (dict(encoding), *inputs[1:]), kwargs
 
 

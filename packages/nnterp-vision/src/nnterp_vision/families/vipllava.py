@@ -27,9 +27,12 @@ from . import llava
 class VipLlavaProjector(Projector):
     """VipLLaVA's projector: each ``vision_feature_layer`` hidden state without its class row, side by side (its config has no select strategy)."""
 
-    def selection(self) -> tuple[Selected, ...]:
+    def selection(self) -> tuple[Selected, ...] | str:
         """The hidden states of ``vision_feature_layer``, in order, each with the class row dropped."""
-        return tuple(Selected(chosen.value, 1) for chosen in super().selection())
+        selected = super().selection()
+        if isinstance(selected, str):
+            return selected
+        return tuple(Selected(chosen.value, 1) for chosen in selected)
 
 
 FAMILY = VisionFamily(
