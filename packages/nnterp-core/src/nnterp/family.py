@@ -24,7 +24,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from types import MappingProxyType, ModuleType
-from typing import Any, overload
+from typing import Any, Self, overload
 
 from .tiny import TinyConfig
 
@@ -49,8 +49,9 @@ class Family:
     #: model types (``scripts/catalogs.py``): a checkpoint whose ``model_type`` no family names is served by the
     #: family whose classes it is built of (a config-only type reusing Llama's, a hub checkpoint saying so)
     model_classes: tuple[str, ...] = ()
-    #: native module paths to standard names, handed to nnsight's ``rename=`` (``{"transformer.h": "layers"}``)
-    rename: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: native module paths (or module classes) to standard names, handed to nnsight's ``rename=``
+    #: (``{"transformer.h": "layers"}``, ``{NemotronHMLP: "mlp"}``)
+    rename: Mapping[Any, str] = dataclasses.field(default_factory=dict)
     #: which component wraps which module, keyed by standard-name path suffix (``"layers.*.mlp"``) or module
     #: class; handed to nnsight's ``envoys=``, the first matching key winning
     envoys: Mapping[Any, type] = dataclasses.field(default_factory=dict)
@@ -113,7 +114,7 @@ class Family:
         object.__setattr__(self, "model_types", tuple(self.model_types))
         object.__setattr__(self, "model_classes", tuple(self.model_classes))
 
-    def replace(self, **changes: Any) -> Family:
+    def replace(self, **changes: Any) -> Self:
         """A copy with ``changes``: how a sibling is written as a diff of its nearest relative.
 
         A sibling serves its own model types with its own checkpoints, so a copy

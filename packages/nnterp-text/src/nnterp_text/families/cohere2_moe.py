@@ -29,7 +29,7 @@ class CohereMoe(Moe):
     shared_expert_output = Moe.shared_expert_output.scaled(combination)
 
     @property
-    def SCORING(self) -> str:
+    def SCORING(self) -> str:  # type: ignore[override]  # per model, from its router; the base's is a constant
         """The router's ``expert_selection_fn``: "softmax" or "sigmoid"."""
         return self.router._module.expert_selection_fn
 
