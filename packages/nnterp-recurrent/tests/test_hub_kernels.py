@@ -97,7 +97,7 @@ def test_see_through_rebinds_a_function_module_and_restore_undoes_it() -> None:
     module.kernel, module.other = wrapped, 3
     assert hub_kernels.see_through(module) == ["kernel"]
     assert module.kernel is kernel and module.other == 3
-    hub_kernels.restore()
+    hub_kernels.restore(module)  # this module's alone: a model built earlier in this process goes on drilling into its kernels
     assert module.kernel is wrapped
 
 

@@ -118,8 +118,10 @@ def see_through(module: ModuleType) -> list[str]:
     return rebound
 
 
-def restore() -> None:
-    """Bind every name ``see_through`` rebound back to its ``kernels`` function module, and forget the record."""
-    for (_, name), (module, found) in list(SEEN_THROUGH.items()):
-        setattr(module, name, found)
-    SEEN_THROUGH.clear()
+def restore(module: ModuleType | None = None) -> None:
+    """Bind each name ``see_through`` rebound (in ``module``, or in every module) back to its ``kernels`` function
+    module, and forget those records: a model built before keeps working only while its module's names stay rebound."""
+    for key, (owner, found) in list(SEEN_THROUGH.items()):
+        if module is None or owner is module:
+            setattr(owner, key[1], found)
+            del SEEN_THROUGH[key]
