@@ -54,6 +54,8 @@ class Patch:
         self.__doc__ = doc
         self.count = 0
         self.saved: list[tuple[Any, str, Any]] = []
+        #: ``(owner, attribute)`` of each target, resolved at the first install
+        self.owners: list[tuple[Any, str]] | None = None
         self.lock = threading.RLock()
 
     @classmethod
@@ -78,7 +80,9 @@ class Patch:
         """Replace the targets (the first install does it; later ones count)."""
         with self.lock:
             if self.count == 0:
-                owners = [owner_of(target) for target in self.targets]
+                if self.owners is None:  # resolved once: a module and a class stay the objects they are
+                    self.owners = [owner_of(target) for target in self.targets]
+                owners = self.owners
                 originals = [vars(owner).get(name, MISSING) for owner, name in owners]
                 try:
                     for (owner, name), original, replacement in zip(owners, originals, self.replace(*originals)):
