@@ -10,39 +10,22 @@ from pathlib import Path
 from typing import Any
 
 from . import VisionTinyConfig
+from .sizes import SIGLIP as SHARED_SIGLIP
+from .sizes import TEXT
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries: the first is the image token
 AYA_TOKENS = ("<|IMG_PATCH|>", "<|START_OF_IMG|>", "<|END_OF_IMG|>", "<|IMG_LINE_BREAK|>", "TILE", "TILE_GLOBAL")
 #: a Cohere2 text model (one sliding and one full layer); its logit_scale away from the default, so a projection that
 #: forgets Aya Vision's scale (or adds it to Command A Vision's logits) cannot pass
 COHERE2 = {
+    **TEXT,
     "model_type": "cohere2",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 256,
+    "logit_scale": 0.3,
     "sliding_window": 4,
     "layer_types": ["sliding_attention", "full_attention"],
-    "logit_scale": 0.3,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
 }
 #: a SigLIP tower on 16-pixel tiles in 4-pixel patches: 16 patches (4 x 4), no class row, no pooling head
-SIGLIP = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 16,
-    "patch_size": 4,
-    "vision_use_head": False,
-}
+SIGLIP = {**SHARED_SIGLIP, "image_size": 16, "patch_size": 4}
 
 
 @dataclass(frozen=True)

@@ -10,36 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from . import VisionTinyConfig
+from .sizes import SIGLIP, TEXT
 
 #: the processor's three tokens: the prompt's placeholder (begin-of-image), the end, and the image tokens between them
 BOI, EOI, IMAGE = "<start_of_image>", "<end_of_image>", "<image_soft_token>"
 #: a Gemma 3 text model (one sliding and one full layer)
-GEMMA3 = {
-    "model_type": "gemma3_text",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 256,
-    "sliding_window": 8,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
-}
-#: a SigLIP tower on 32-pixel images in 8-pixel patches: 16 patches (4 x 4), no class row, no pooling head
-SIGLIP = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 32,
-    "patch_size": 8,
-    "vision_use_head": False,
-}
+GEMMA3 = {**TEXT, "model_type": "gemma3_text", "sliding_window": 8}
 
 
 @dataclass(frozen=True)

@@ -10,22 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import IMAGE_TOKEN, VisionTinyConfig
-
-#: a Llama text model, the sizes of ``checkpoints.TEXT`` (repeated: ``checkpoints`` imports this module)
-TEXT = {
-    "model_type": "llama",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
-}
+from .sizes import TEXT
 
 #: the tokens the processor wraps each image's with, added in this order after the tokenizer's 300 entries
 FAKE_IMAGE_TOKEN = "<fake_token_around_image>"

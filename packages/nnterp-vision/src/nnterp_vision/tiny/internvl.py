@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import VisionTinyConfig, with_named_tokens
+from .sizes import QWEN2
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries, and the tokenizer attributes that name them
 INTERNVL_TOKENS = {
@@ -17,21 +18,6 @@ INTERNVL_TOKENS = {
     "start_image_token": "<img>",
     "end_image_token": "</img>",
     "video_token": "<video>",
-}
-#: a Qwen2 text model, the sizes of ``checkpoints.TEXT`` (repeated: ``checkpoints`` imports this module)
-QWEN2 = {
-    "model_type": "qwen2",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
 }
 #: an InternViT on 16-pixel tiles in 4-pixel patches: 16 patches (4 x 4) and a class row, layer-scaled blocks
 INTERNVIT = {

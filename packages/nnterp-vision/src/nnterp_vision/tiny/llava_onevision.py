@@ -10,35 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from . import IMAGE_TOKEN, VisionTinyConfig
+from .sizes import QWEN2, SIGLIP
 
 #: the placeholder of a video, the token after the image's
 VIDEO_TOKEN = "<video>"
-#: a Qwen2 text model, the sizes of ``checkpoints.TEXT`` (repeated: ``checkpoints`` imports this module)
-QWEN2 = {
-    "model_type": "qwen2",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
-}
-#: a SigLIP tower on 32-pixel crops in 8-pixel patches: 16 patches (4 x 4), no class row, no pooling head
-SIGLIP = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 32,
-    "patch_size": 8,
-    "vision_use_head": False,
-}
 
 
 @dataclass(frozen=True)

@@ -10,35 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from . import IMAGE_TOKEN, VisionTinyConfig
+from .sizes import SIGLIP, TEXT
 
 #: the PaliGemma processor adds 1152 location and segmentation tokens after the image token: the vocabulary holds them
 VOCAB = 1536
 #: a Gemma text model, the checkpoint's (PaliGemma 1's) kind
-GEMMA = {
-    "model_type": "gemma",
-    "vocab_size": VOCAB,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
-}
-#: a SigLIP tower on 32-pixel images in 8-pixel patches: 16 patches, no class row, no pooling head
-SIGLIP = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 32,
-    "patch_size": 8,
-    "vision_use_head": False,
-}
+GEMMA = {**TEXT, "model_type": "gemma", "vocab_size": VOCAB}
 
 
 @dataclass(frozen=True)

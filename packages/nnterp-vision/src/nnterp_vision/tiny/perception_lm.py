@@ -10,24 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from . import VisionTinyConfig
+from .sizes import TEXT
 
 #: the processor's placeholders, after the tokenizer's 300 entries
 IMAGE, VIDEO = "<|image|>", "<|video|>"
-#: a Llama text model, the sizes every tiny checkpoint shares
-TEXT = {
-    "model_type": "llama",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
-}
 #: PE-Core's architecture shrunk: 32-pixel tiles in 8-pixel patches (4 x 4 and a class row), rotary on a 4 x 4 grid,
 #: a layer scale after each sublayer (PE-Lang's), no final norm and no pooling head (the checkpoint's own settings)
 PE = {

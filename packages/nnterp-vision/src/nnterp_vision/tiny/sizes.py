@@ -19,6 +19,19 @@ TEXT = {
     "eos_token_id": 0,
     "pad_token_id": 0,
 }
+#: the text model as Qwen2 (LLaVA-OneVision's, InternVL's)
+QWEN2 = {**TEXT, "model_type": "qwen2"}
+#: a SigLIP tower on 32-pixel images in 8-pixel patches: 16 patches (4 x 4), no class row, no pooling head
+SIGLIP = {
+    "model_type": "siglip_vision_model",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 32,
+    "patch_size": 8,
+    "vision_use_head": False,
+}
 #: a CLIP tower on 32-pixel images in 8-pixel patches: 16 patches and the class row
 CLIP = {
     "model_type": "clip_vision_model",
