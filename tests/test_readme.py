@@ -19,10 +19,20 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def run_blocks(tmp_path: Path, page: Path, blocks: list[str]) -> None:
-    for index, block in enumerate(blocks):
-        script = tmp_path / f"{page.stem}_{index}.py"
-        script.write_text(block)  # nnsight reads a trace's source from its file
-        runpy.run_path(str(script), run_name="__main__")
+    """Run a page's blocks in this process; a check a page registers (``@check``) is gone after it, so a later
+    test's ``run`` or ``report.collect`` in this worker sees the kit's checks only."""
+    from nnterp_conformance.checks import CHECKS, load_plugins
+
+    load_plugins()  # the kit's and the installed plugins' checks are registered before the snapshot
+    registered = dict(CHECKS)
+    try:
+        for index, block in enumerate(blocks):
+            script = tmp_path / f"{page.stem}_{index}.py"
+            script.write_text(block)  # nnsight reads a trace's source from its file
+            runpy.run_path(str(script), run_name="__main__")
+    finally:
+        CHECKS.clear()
+        CHECKS.update(registered)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
@@ -31,6 +41,16 @@ def test_python_examples_run(tmp_path, page):
     if page.name == "README.md":
         assert blocks, "the README has no Python example"
     run_blocks(tmp_path, page, blocks)
+
+
+def test_a_page_that_registers_a_check_leaves_the_kit_as_it_was(tmp_path):
+    """adding-a-family.md registers ``gate_activates``; a later ``report.collect`` in this worker must not run it."""
+    from nnterp_conformance.checks import CHECKS
+
+    page = ROOT / "docs" / "adding-a-family.md"
+    before = set(CHECKS)
+    run_blocks(tmp_path, page, re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S))
+    assert "gate_activates" not in before and set(CHECKS) == before
 
 
 NDIF = re.compile(r"```python ndif\n(.*?)```", flags=re.S)
