@@ -227,7 +227,8 @@ class Nnterp13Names:
         _use("skip_layer")
         from .toolkit.steering import skip_layers
 
-        skip_layers(self, layer, layer, skip_with)
+        model: Any = self  # the standardized model this mixin is on
+        skip_layers(model, layer, layer, skip_with)
 
     def probs_to_dict(self, tokens: Tensor, probs: Tensor) -> dict[str, float]:
         """nnterp 1.3's ``probs_to_dict``: ``{token string: probability}`` for matching ``tokens`` and ``probs``."""

@@ -52,6 +52,7 @@ from .identities import (
     softmax_pattern,
     stream_sum,
 )
+from .protocols import StandardModel
 from .tolerances import coarsest, computed_in
 
 #: the prompt's length, in tokens; the ids are drawn from this seed, so every proof reads the same prompt
@@ -111,7 +112,7 @@ class Proof:
         return "\n".join(str(finding) for finding in self.findings)
 
 
-def prove(model: Any, withdraw: bool = True) -> Proof:
+def prove(model: StandardModel, withdraw: bool = True) -> Proof:
     """Run the identities on ``model`` (a loaded ``StandardizedTransformer``) and, with ``withdraw``, make what each
     failure refutes ``Unavailable`` on it."""
     prompt = torch.randint(
@@ -139,7 +140,7 @@ def prove(model: Any, withdraw: bool = True) -> Proof:
     return Proof(tuple(findings), refuted, unproven)
 
 
-def withdrawn(model: Any, refuted: dict[tuple[int | None, str], str]) -> None:
+def withdrawn(model: StandardModel, refuted: dict[tuple[int | None, str], str]) -> None:
     """Make each refuted value ``Unavailable`` with its reason: ``(layer, "self_attn.attention_output")`` on that block's attention."""
     for (layer, name), reason in refuted.items():
         host = model if layer is None else model.layers[layer]
@@ -154,7 +155,7 @@ class _Reads:
     """The prompt's values, read once each: one trace per value over every block, so that one value that raises
     (an operation a release moved) withdraws itself and nothing else."""
 
-    def __init__(self, model: Any, prompt: torch.Tensor) -> None:
+    def __init__(self, model: StandardModel, prompt: torch.Tensor) -> None:
         self.model, self.prompt = model, prompt
         self.dtype = computed_in(model._module)
         self.found: dict[str, dict[int | None, torch.Tensor]] = {}
@@ -212,7 +213,7 @@ class _Reads:
 PLUMBING = tuple(f"{os.sep}{package}{os.sep}" for package in ("torch", "nnsight"))
 
 
-def raised(error: BaseException, model: Any = None) -> str:
+def raised(error: BaseException, model: StandardModel | None = None) -> str:
     """``raised TYPE in OPERATION (file:line: source) of MODULE: message``: the innermost frame outside torch and nnsight
     (the model's operation, or nnterp's) and the module whose forward ran it, by its path in ``model`` where found."""
     where, module = "", ""
@@ -230,7 +231,7 @@ def raised(error: BaseException, model: Any = None) -> str:
     return f"raised {type(error).__name__}{where}{module}: {message[0] if message else '(no message)'}"
 
 
-def _module_path(model: Any, module: torch.nn.Module) -> str | None:
+def _module_path(model: StandardModel | None, module: torch.nn.Module) -> str | None:
     root = getattr(model, "_module", None)
     if root is None:
         return None
@@ -294,7 +295,7 @@ def _judge(
     return Finding(identity.title, FAILS, detail, tuple((layer, name) for layer, _ in failed for name in vouched))
 
 
-def _why_not(model: Any, names: tuple[str, ...]) -> str | None:
+def _why_not(model: StandardModel, names: tuple[str, ...]) -> str | None:
     """The first of ``names`` block 0 does not serve, with its reason."""
     for name in names:
         reason = _reason(model.layers[0], name)
@@ -303,7 +304,7 @@ def _why_not(model: Any, names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _terms(model: Any, layer: int) -> tuple[str, ...]:
+def _terms(model: StandardModel, layer: int) -> tuple[str, ...]:
     contributions = getattr(model.layers[layer], "contributions", None)
     return contributions() if contributions is not None else ()
 
@@ -323,7 +324,7 @@ def _sums(reads: _Reads, blocks: dict[int, tuple[str, ...]], target: str) -> lis
     return pairs
 
 
-def contribution(model: Any, reads: _Reads) -> Finding:
+def contribution(model: StandardModel, reads: _Reads) -> Finding:
     """layer_input + the block's contributions (each mixer's attention_output, mlp_output) == layer_output."""
     blocks = {}
     for layer in range(model.num_layers):
@@ -336,7 +337,7 @@ def contribution(model: Any, reads: _Reads) -> Finding:
     return _judge(reads, CONTRIBUTION, pairs, vouched, why_not)
 
 
-def mid_stream(model: Any, reads: _Reads) -> Finding:
+def mid_stream(model: StandardModel, reads: _Reads) -> Finding:
     """layer_mid == layer_input + the attention_output of every mixer the block has (+ its rescaling of layer_input)."""
     blocks = {}
     for layer in reads.blocks("layer_mid"):
@@ -350,7 +351,7 @@ def mid_stream(model: Any, reads: _Reads) -> Finding:
     return _judge(reads, MID_STREAM, pairs, ("layer_mid",), _why_not(model, ("layer_mid", "layer_input")))
 
 
-def stream_continuity(model: Any, reads: _Reads) -> Finding:
+def stream_continuity(model: StandardModel, reads: _Reads) -> Finding:
     """layers[i + 1].layer_input == layers[i].layer_output."""
     inputs, outputs = reads.get("layer_input"), reads.get("layer_output")
     pairs: list[Pair] = [
@@ -361,7 +362,7 @@ def stream_continuity(model: Any, reads: _Reads) -> Finding:
     return _judge(reads, STREAM_CONTINUITY, pairs, ("layer_input",))
 
 
-def logits_from_last_layer(model: Any, reads: _Reads) -> Finding:
+def logits_from_last_layer(model: StandardModel, reads: _Reads) -> Finding:
     """model.logits == model.project_on_vocab(layers[-1].layer_output), in one trace."""
     import nnsight
 
@@ -380,7 +381,7 @@ def logits_from_last_layer(model: Any, reads: _Reads) -> Finding:
     return _judge(reads, LOGITS_FROM_LAST_LAYER, pairs, ("project_on_vocab",))
 
 
-def pattern_is_softmax_of_scores(model: Any, reads: _Reads) -> Finding:
+def pattern_is_softmax_of_scores(model: StandardModel, reads: _Reads) -> Finding:
     """softmax(self_attn.attention_scores) == self_attn.attention_probabilities, on attentions without a sink column
     (its logits are weights an offloaded model holds nowhere the proof can read them)."""
     names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
@@ -398,7 +399,7 @@ def pattern_is_softmax_of_scores(model: Any, reads: _Reads) -> Finding:
     return _judge(reads, PATTERN_IS_SOFTMAX_OF_SCORES, pairs, names, _why_not(model, names))
 
 
-def head_outputs_are_pattern_against_values(model: Any, reads: _Reads) -> Finding:
+def head_outputs_are_pattern_against_values(model: StandardModel, reads: _Reads) -> Finding:
     """The attention's mixed heads == attention_probabilities @ repeat_kv(attention_values), seq first."""
     pairs: list[Pair] = []
     mismatched = []
@@ -439,7 +440,7 @@ def head_outputs_are_pattern_against_values(model: Any, reads: _Reads) -> Findin
     )
 
 
-def neurons_make_contribution(model: Any, reads: _Reads) -> Finding:
+def neurons_make_contribution(model: StandardModel, reads: _Reads) -> Finding:
     """down_proj(mlp.mlp_neurons) == mlp.mlp_output, on MLPs whose forward returns its down projection's call."""
     blocks = [
         layer
@@ -501,7 +502,7 @@ def _returns_down_projection(mlp: Any) -> bool:
     )
 
 
-def every_value_reads(model: Any, reads: _Reads) -> Finding:
+def every_value_reads(model: StandardModel, reads: _Reads) -> Finding:
     """Every other value the blocks serve reads on the prompt; one that raises (an operation a release moved, a kernel
     routed another way) is withdrawn with what raised. Reading proves no meaning: what reads and no identity vouches
     for is the proof's ``unproven``."""

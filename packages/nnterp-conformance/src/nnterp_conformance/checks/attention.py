@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from nnterp.identities import PATTERN_IS_SOFTMAX_OF_SCORES, softmax_pattern
+from nnterp.protocols import StandardModel
 
 import torch
 
@@ -23,7 +22,7 @@ from .base import (
 
 
 @check("attention", applies=has_softmax_attention)
-def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
+def pattern_is_softmax_of_scores(model: StandardModel, case: Case) -> str:
     """softmax(attention_scores) == attention_probabilities, and each row sums to one."""
     names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
     blocks = require(model, *names)
@@ -56,7 +55,7 @@ def pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
 
 
 @check("attention", applies=has_softmax_attention)
-def written_pattern_moves_logits(model: Any, case: Case) -> str:
+def written_pattern_moves_logits(model: StandardModel, case: Case) -> str:
     """Writing the pattern moves the logits; writing it back unchanged does not (a read can be causally inert)."""
     layer = case.pick(require(model, "self_attn.attention_probabilities"))
     heads = model.layers[layer].self_attn.num_heads
@@ -85,7 +84,7 @@ def written_pattern_moves_logits(model: Any, case: Case) -> str:
 
 
 @check("attention", applies=has_softmax_attention)
-def head_outputs_make_the_projection(model: Any, case: Case) -> str:
+def head_outputs_make_the_projection(model: StandardModel, case: Case) -> str:
     """The head outputs, joined and through the output projection, are what the projection returns in the run."""
     blocks = [
         layer

@@ -7,6 +7,7 @@ from typing import Any
 
 from nnterp import Unavailable, blocks_support
 from nnterp.layouts import dims, expected_shape
+from nnterp.protocols import StandardModel
 
 import torch
 
@@ -21,12 +22,12 @@ def may_be_none(value: Any) -> bool:
     return type(None) in typing.get_args(typing.get_type_hints(function).get("return"))
 
 
-def _block_values(model: Any) -> list[tuple[str, Any]]:
+def _block_values(model: StandardModel) -> list[tuple[str, Any]]:
     return list(blocks_support(model.layers).items())
 
 
 @check("availability")
-def available_values_resolve(model: Any, case: Case) -> str:
+def available_values_resolve(model: StandardModel, case: Case) -> str:
     """Every value support() reports available resolves on every block, one trace per value, in the shape its layout names."""
     shape = input_shape(model, case)
     count = 0
@@ -61,7 +62,7 @@ def available_values_resolve(model: Any, case: Case) -> str:
 
 
 @check("availability")
-def unavailable_values_raise(model: Any, case: Case) -> str:
+def unavailable_values_raise(model: StandardModel, case: Case) -> str:
     """Every value support() reports unavailable raises Unavailable with the same reason, before the model runs."""
     calls = []
     hook = model._module.register_forward_pre_hook(lambda *_: calls.append(1))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nnterp.identities import Identity, compare
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import computed_in
 
 import torch
@@ -87,7 +88,7 @@ class Check:
     #: and that costs a trace per value (assigning every value back), which the fixed prompts already exercise
     drawn: bool = True
 
-    def applies_to(self, model: Any) -> bool:
+    def applies_to(self, model: StandardModel) -> bool:
         """Whether the check is about something ``model`` has (every check but a component's own, such as a mixture's)."""
         return self.applies is None or self.applies(model)
 
@@ -136,7 +137,7 @@ def load_plugins() -> None:
         entry.load()
 
 
-def verdict(name: str, model: Any, case: Any) -> Verdict:
+def verdict(name: str, model: StandardModel, case: Any) -> Verdict:
     """Run one check on a case (or plain prompts) and say how it went (an unexpected error is a failure, with its type)."""
     try:
         detail = CHECKS[name].run(model, Case.of(case))
@@ -168,7 +169,7 @@ def raised_at(error: BaseException) -> list[str]:
 MIXERS = ("self_attn", "linear_attn")
 
 
-def sublayers(model: Any, layer: int) -> tuple[str, ...]:
+def sublayers(model: StandardModel, layer: int) -> tuple[str, ...]:
     """The contributions block ``layer`` adds, in the order it calls them: each mixer's ``attention_output``, its MLP's ``mlp_output``.
 
     A block lacks a sublayer when the module is not there at all (an SSM
@@ -184,24 +185,24 @@ def sublayers(model: Any, layer: int) -> tuple[str, ...]:
     return (*mixers, *(("mlp.mlp_output",) if hasattr(block, "mlp") else ()))
 
 
-def mixers_of(model: Any, layer: int) -> tuple[str, ...]:
+def mixers_of(model: StandardModel, layer: int) -> tuple[str, ...]:
     """The names of block ``layer``'s sequence mixers, in the order the block calls them (its ``SUBLAYERS``)."""
     block = model.layers[layer]
     order = [name for name in getattr(type(block), "SUBLAYERS", MIXERS) if name in MIXERS]
     return tuple(name for name in order if hasattr(block, name))
 
 
-def has_softmax_attention(model: Any) -> bool:
+def has_softmax_attention(model: StandardModel) -> bool:
     """Whether any block mixes tokens through a softmax attention (``self_attn``): a pure SSM's blocks (Mamba's) do not."""
     return any("self_attn" in mixers_of(model, layer) for layer in range(model.num_layers))
 
 
-def has_mlp(model: Any) -> bool:
+def has_mlp(model: StandardModel) -> bool:
     """Whether any block has an MLP (``mlp``, dense or a mixture): a pure SSM's blocks (Mamba's) do not."""
     return any(hasattr(model.layers[layer], "mlp") for layer in range(model.num_layers))
 
 
-def multi_stream(model: Any) -> bool:
+def multi_stream(model: StandardModel) -> bool:
     """Whether the model's blocks carry several residual streams per token (hyper-connections): a block whose
     ``layer_output`` is laid out ``[batch, seq, num_streams, hidden_size]`` (``nnterp.layouts.Streams``)."""
     from nnterp.layouts import STREAMS
@@ -217,13 +218,13 @@ def multi_stream(model: Any) -> bool:
     return False
 
 
-def single_stream(model: Any) -> bool:
+def single_stream(model: StandardModel) -> bool:
     """Whether the model's blocks carry one residual stream: what the sum identities (``contribution``, ``mid_stream``)
     are about; a multi-stream block's are ``streams.py``'s."""
     return not multi_stream(model)
 
 
-def mixer_of(model: Any, layer: int) -> str | None:
+def mixer_of(model: StandardModel, layer: int) -> str | None:
     """The name of block ``layer``'s first sequence mixer (``self_attn`` or ``linear_attn``), or None."""
     return next(iter(mixers_of(model, layer)), None)
 
@@ -236,13 +237,13 @@ def get(envoy: Any, dotted: str) -> Any:
     return envoy
 
 
-def available(model: Any, name: str) -> list[int]:
+def available(model: StandardModel, name: str) -> list[int]:
     """The blocks on which the block value ``name`` is available."""
     reasons = model.support().get(name, {index: "unknown value" for index in range(model.num_layers)})
     return [index for index in range(model.num_layers) if not reasons or index not in reasons]
 
 
-def require(model: Any, *names: str) -> list[int]:
+def require(model: StandardModel, *names: str) -> list[int]:
     """The blocks on which every one of ``names`` is available; ``Skip`` when there are none."""
     blocks = set(range(model.num_layers))
     for name in names:
@@ -254,7 +255,7 @@ def require(model: Any, *names: str) -> list[int]:
     return sorted(blocks)
 
 
-def read(model: Any, case: Case, plan: Sequence[tuple[int | None, str]]) -> list[torch.Tensor]:
+def read(model: StandardModel, case: Case, plan: Sequence[tuple[int | None, str]]) -> list[torch.Tensor]:
     """Read each ``(layer, name)`` of ``plan`` in one trace, in forward order; ``None`` for a root value."""
     values: list[torch.Tensor] = []
     with torch.no_grad(), model.trace(case.batch):
@@ -264,7 +265,9 @@ def read(model: Any, case: Case, plan: Sequence[tuple[int | None, str]]) -> list
     return values
 
 
-def read_apart(model: Any, case: Case, names: tuple[str, ...], blocks: list[int]) -> dict[str, list[torch.Tensor]]:
+def read_apart(
+    model: StandardModel, case: Case, names: tuple[str, ...], blocks: list[int]
+) -> dict[str, list[torch.Tensor]]:
     """Each block value of ``names`` on every block of ``blocks``, one trace per name.
 
     Slower than one trace, but it needs no forward order between the values,
@@ -299,13 +302,13 @@ def expect_holds(
     return verdict.gap
 
 
-def model_dtype(model: Any) -> torch.dtype:
+def model_dtype(model: StandardModel) -> torch.dtype:
     """The dtype of the model's weights: what it computes in, whatever dtype it upcasts a result to (the coarsest of
     its weights', where it keeps some in float32: ``nnterp.tolerances.computed_in``)."""
     return computed_in(model._module)
 
 
-def prompt_lengths(model: Any, case: Case) -> list[int]:
+def prompt_lengths(model: StandardModel, case: Case) -> list[int]:
     """The number of tokens of each of the case's prompts, once tokenized."""
     return [
         len(prompt) if not isinstance(prompt, str) else len(model.tokenizer(prompt)["input_ids"])
@@ -313,7 +316,7 @@ def prompt_lengths(model: Any, case: Case) -> list[int]:
     ]
 
 
-def input_shape(model: Any, case: Case) -> tuple[int, int]:
+def input_shape(model: StandardModel, case: Case) -> tuple[int, int]:
     """``(batch, seq)`` of the case's batch once tokenized and padded."""
     lengths = prompt_lengths(model, case)
     return len(lengths), max(lengths)

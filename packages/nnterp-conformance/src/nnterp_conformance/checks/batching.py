@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import BATCH_TOLERANCE, coarsest
 
 from .base import Case, Gaps, Skip, check, expect_close, model_dtype, read, require
 
 
 @check("batching")
-def padded_rows_match_alone(model: Any, case: Case) -> str:
+def padded_rows_match_alone(model: StandardModel, case: Case) -> str:
     """Each row of a left-padded batch matches its prompt run alone, at every block's layer_output and the logits."""
     if len(case.prompts) < 2:
         raise Skip("needs a batch of at least two prompts")

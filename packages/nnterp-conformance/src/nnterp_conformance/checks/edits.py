@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from nnterp.protocols import StandardModel
+
 import torch
 
 from .base import Case, CheckFailure, Skip, check, expect_close, get, require
@@ -22,7 +24,7 @@ WRITABLE = (
 )
 
 
-def _logits(model: Any, case: Case, edit: Any = None) -> torch.Tensor:
+def _logits(model: StandardModel, case: Case, edit: Any = None) -> torch.Tensor:
     with torch.no_grad(), model.trace(case.batch):
         if edit is not None:
             edit(model)
@@ -31,7 +33,7 @@ def _logits(model: Any, case: Case, edit: Any = None) -> torch.Tensor:
 
 
 def _in_place(case: Case, layer: int, name: str) -> Any:
-    def edit(model: Any) -> None:
+    def edit(model: StandardModel) -> None:
         value = get(model.layers[layer], name)
         value[:] = case.edited(value)
 
@@ -39,7 +41,7 @@ def _in_place(case: Case, layer: int, name: str) -> Any:
 
 
 def _assigned(case: Case, layer: int, name: str) -> Any:
-    def edit(model: Any) -> None:
+    def edit(model: StandardModel) -> None:
         host, _, attribute = f"layers.{layer}.{name}".rpartition(".")
         target = get(model, host)
         setattr(target, attribute, case.edited(getattr(target, attribute)))
@@ -48,7 +50,7 @@ def _assigned(case: Case, layer: int, name: str) -> Any:
 
 
 @check("edits")
-def edits_reach_the_model(model: Any, case: Case) -> str:
+def edits_reach_the_model(model: StandardModel, case: Case) -> str:
     """An in-place edit of each writable value, and the same edit assigned, move the logits, and alike."""
     support = model.support()
     baseline = _logits(model, case)
@@ -79,7 +81,7 @@ def edits_reach_the_model(model: Any, case: Case) -> str:
 
 
 @check("edits")
-def skip_hands_on_hidden(model: Any, case: Case) -> str:
+def skip_hands_on_hidden(model: StandardModel, case: Case) -> str:
     """layers[i].skip(hidden) hands hidden on as the block's layer_output."""
     blocks = [layer for layer in require(model, "layer_input") if layer + 1 < model.num_layers]
     # a block whose skipping breaks a later one (it stores keys and values later blocks reuse) says why
@@ -138,7 +140,7 @@ def _descriptor(block: Any, dotted: str) -> Any:
 
 
 def _assigned_back(
-    model: Any, prefix: str, layer: int | None, name: str, prompts: Any, inputs: dict
+    model: StandardModel, prefix: str, layer: int | None, name: str, prompts: Any, inputs: dict
 ) -> tuple[Any, bool]:
     """The logits of a trace in which ``name`` (on block ``layer`` below ``prefix``) is assigned what it reads, and
     whether it read a value at all (a fresh prompt's state_input reads None)."""
@@ -155,7 +157,7 @@ def _assigned_back(
     return logits, read[0]
 
 
-def assign_each_back(model: Any, root: Any, prefix: str, prompts: Any, inputs: dict) -> str:
+def assign_each_back(model: StandardModel, root: Any, prefix: str, prompts: Any, inputs: dict) -> str:
     """Assign every assignable value below ``root`` what it reads, one trace each, and fail where the logits move."""
     with torch.no_grad(), model.trace(prompts, **inputs):
         baseline = model.logits.detach().clone().save()
@@ -179,6 +181,6 @@ def assign_each_back(model: Any, root: Any, prefix: str, prompts: Any, inputs: d
 
 
 @check("edits", drawn=False)
-def assigning_what_was_read_changes_nothing(model: Any, case: Case) -> str:
+def assigning_what_was_read_changes_nothing(model: StandardModel, case: Case) -> str:
     """Every assignable value, assigned what it reads, leaves the logits as they were: each write-back lays the value out as the model holds it."""
     return assign_each_back(model, model, "", case.batch, {})

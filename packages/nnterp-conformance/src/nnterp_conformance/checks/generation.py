@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import nnsight
 from nnterp.identities import CONTRIBUTION, stream_sum
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -17,7 +16,7 @@ STEPS = 3
 
 
 @check("generation", applies=single_stream)
-def contribution_at_every_step(model: Any, case: Case) -> str:
+def contribution_at_every_step(model: StandardModel, case: Case) -> str:
     """Under generate, each step's values have the step's length and the contribution identity holds."""
     blocks = contribution_blocks(model)
     prompt = case.alone(0)

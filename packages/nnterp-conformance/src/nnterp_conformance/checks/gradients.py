@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from nnsight.intervention.interleaver import OutOfOrderError
+from nnterp.protocols import StandardModel
 from nnterp.reasons import PARALLEL
 from nnterp.tolerances import coarsest
 
@@ -35,17 +36,17 @@ def metric(logits: torch.Tensor) -> torch.Tensor:
     return (logits[:, -1].float() * direction).sum()
 
 
-def _descriptor(model: Any, layer: int, name: str) -> Any:
+def _descriptor(model: StandardModel, layer: int, name: str) -> Any:
     """The descriptor serving the block value ``name`` (dotted, ``"mlp.mlp_neurons"``) on block ``layer``."""
     host, _, attribute = f".{name}".rpartition(".")
     return type(get(model.layers[layer], host[1:]) if host else model.layers[layer]).values()[attribute]
 
 
-def _writable(model: Any, layer: int, name: str) -> bool:
+def _writable(model: StandardModel, layer: int, name: str) -> bool:
     return _descriptor(model, layer, name).read_only is None
 
 
-def differentiable(model: Any) -> dict[str, list[int]]:
+def differentiable(model: StandardModel) -> dict[str, list[int]]:
     """Each stream value, contribution and the heads, with the blocks that serve it read from the model (not derived);
     ``Skip`` if none."""
     names = dict.fromkeys(STREAM)
@@ -62,7 +63,9 @@ def differentiable(model: Any) -> dict[str, list[int]]:
     return found
 
 
-def gradients(model: Any, case: Case, name: str, blocks: list[int]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def gradients(
+    model: StandardModel, case: Case, name: str, blocks: list[int]
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """``name``'s gradient on each of ``blocks``: as ``torch.autograd.grad`` computes it, and as ``.grad`` serves it.
 
     One trace: the values are read in block order, the metric's derivative is
@@ -92,7 +95,7 @@ def gradients(model: Any, case: Case, name: str, blocks: list[int]) -> tuple[lis
 
 
 @check("gradients", drawn=False)
-def gradients_are_derivatives(model: Any, case: Case) -> str:
+def gradients_are_derivatives(model: StandardModel, case: Case) -> str:
     """.grad read inside backward() on every stream value, contribution and the heads equals torch.autograd.grad of the same metric."""
     gaps = Gaps()
     for name, blocks in differentiable(model).items():
@@ -109,7 +112,7 @@ def gradients_are_derivatives(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-def _added_into(model: Any, layer: int, served: dict[str, list[int]]) -> dict[str, str]:
+def _added_into(model: StandardModel, layer: int, served: dict[str, list[int]]) -> dict[str, str]:
     """Each contribution of block ``layer`` with the stream point it is added into, where the block says which.
 
     The mixers add into ``layer_mid`` where the block serves it, the MLP (or a
@@ -136,7 +139,7 @@ def _added_into(model: Any, layer: int, served: dict[str, list[int]]) -> dict[st
     }
 
 
-def _output_scale(model: Any, layer: int) -> torch.Tensor | None:
+def _output_scale(model: StandardModel, layer: int) -> torch.Tensor | None:
     """The factor block ``layer`` multiplies its summed stream by where it has one (``ScaledOutputLayer``), else None."""
     block = model.layers[layer]
     scale = getattr(block, "output_scale", None)
@@ -146,7 +149,7 @@ def _output_scale(model: Any, layer: int) -> torch.Tensor | None:
 
 
 def _through_blocks(
-    model: Any, case: Case, blocks: list[int], leaving: dict[int, torch.Tensor]
+    model: StandardModel, case: Case, blocks: list[int], leaving: dict[int, torch.Tensor]
 ) -> dict[int, torch.Tensor]:
     """Each block's ``layer_output`` gradient carried back to its ``layer_input`` through the block itself (``torch.autograd.grad``)."""
     found: list = []
@@ -160,7 +163,9 @@ def _through_blocks(
     return dict(zip(blocks, found))
 
 
-def _stream_gradients(model: Any, case: Case) -> tuple[dict[str, list[int]], dict[str, dict[int, torch.Tensor]]]:
+def _stream_gradients(
+    model: StandardModel, case: Case
+) -> tuple[dict[str, list[int]], dict[str, dict[int, torch.Tensor]]]:
     served = differentiable(model)
     if "layer_output" not in served:
         reasons = model.support().get("layer_output") or {}
@@ -172,7 +177,7 @@ def _stream_gradients(model: Any, case: Case) -> tuple[dict[str, list[int]], dic
 
 
 @check("gradients", drawn=False)
-def gradients_follow_the_stream(model: Any, case: Case) -> str:
+def gradients_follow_the_stream(model: StandardModel, case: Case) -> str:
     """Each contribution's gradient is that of the stream point it is added into, and a block's layer_input gets the gradient the block before's layer_output gets."""
     served, grads = _stream_gradients(model, case)
     dtype = model_dtype(model)
@@ -204,7 +209,7 @@ def gradients_follow_the_stream(model: Any, case: Case) -> str:
 
 
 @check("gradients", drawn=False)
-def gradient_flows_back_through_each_block(model: Any, case: Case) -> str:
+def gradient_flows_back_through_each_block(model: StandardModel, case: Case) -> str:
     """layer_input.grad is layer_output.grad carried back through the block: the sum of what flows through its skip and each sublayer."""
     _served, grads = _stream_gradients(model, case)
     both = [layer for layer in grads.get("layer_input", {}) if layer in grads["layer_output"]]
@@ -248,7 +253,7 @@ def spelled(path: str) -> str:
     return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", path)
 
 
-def interior(model: Any) -> tuple[list[str], dict[str, str]]:
+def interior(model: StandardModel) -> tuple[list[str], dict[str, str]]:
     """Every available block value ``gradients_are_derivatives`` does not take (the sublayers' interiors, a block's
     norms, streams and weights), as a path below the model (``"layers.2.mlp.mlp_neurons"``) in forward order; and why
     each left out by its declaration is."""
@@ -295,7 +300,7 @@ def _reached_in(order: list[int], values: list[torch.Tensor], scalar: torch.Tens
 
 
 def interior_gradients(
-    model: Any, inputs: tuple[Any, dict], plan: list[str], separate: bool = False
+    model: StandardModel, inputs: tuple[Any, dict], plan: list[str], separate: bool = False
 ) -> tuple[dict, dict, dict[str, str]]:
     """Each value of ``plan`` (paths below the model): its gradient by ``torch.autograd.grad``, by ``.grad`` inside
     ``backward()``, and, for a value no gradient reaches or that is not a floating tensor, why.
@@ -358,7 +363,9 @@ def interior_gradients(
     return direct, served, off
 
 
-def _in_order_or_apart(model: Any, inputs: tuple[Any, dict], plan: list[str]) -> tuple[dict, dict, dict[str, str]]:
+def _in_order_or_apart(
+    model: StandardModel, inputs: tuple[Any, dict], plan: list[str]
+) -> tuple[dict, dict, dict[str, str]]:
     """``interior_gradients`` with one worker reading in the components' declaration order, else (a family whose
     forward serves its values in another order) with a worker per value."""
     try:
@@ -367,7 +374,7 @@ def _in_order_or_apart(model: Any, inputs: tuple[Any, dict], plan: list[str]) ->
         return interior_gradients(model, inputs, plan, separate=True)
 
 
-def derivatives_gaps(model: Any, found: tuple[dict, dict, dict[str, str]], left: dict[str, str]) -> str:
+def derivatives_gaps(model: StandardModel, found: tuple[dict, dict, dict[str, str]], left: dict[str, str]) -> str:
     """The gaps between each value's ``.grad`` and its ``torch.autograd.grad`` (``found``, as ``interior_gradients``
     returns them); a failure naming the first value the plan took that no gradient reaches."""
     direct, served, off = found
@@ -395,7 +402,7 @@ def derivatives_gaps(model: Any, found: tuple[dict, dict, dict[str, str]], left:
 
 
 @check("gradients", drawn=False)
-def interior_gradients_are_derivatives(model: Any, case: Case) -> str:
+def interior_gradients_are_derivatives(model: StandardModel, case: Case) -> str:
     """.grad read inside backward() on every other floating block value (queries, neurons, routers, states...) equals torch.autograd.grad of the same metric."""
     plan, left = interior(model)
     if not plan:

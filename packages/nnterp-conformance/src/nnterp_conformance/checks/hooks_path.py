@@ -9,14 +9,14 @@ to the same tensors.
 
 from __future__ import annotations
 
-from typing import Any
+from nnterp.protocols import StandardModel
 
 import torch
 
 from .base import Case, CheckFailure, Skip, check
 
 
-def served_by_the_hooks(model: Any) -> bool:
+def served_by_the_hooks(model: StandardModel) -> bool:
     """Whether the hooks path can serve this model at all (not a vision wrapper, a family that rewrites its invokes,
     offloaded weights...: ``_hooks.model_reason``); where it cannot, every call traces and there is nothing to compare."""
     from nnterp.toolkit import _hooks as hooks
@@ -24,7 +24,7 @@ def served_by_the_hooks(model: Any) -> bool:
     return hooks.model_reason(model) is None
 
 
-def qualifying(model: Any) -> tuple[list[str], dict[str, str]]:
+def qualifying(model: StandardModel) -> tuple[list[str], dict[str, str]]:
     """The standard names (root values, then ``layers.<i>.<value>``) the hooks path reads on ``model``, and why each
     available value it does not read goes to the trace (``_hooks.boundary``'s sentence), by name."""
     from nnterp.toolkit import _hooks as hooks
@@ -49,7 +49,7 @@ def qualifying(model: Any) -> tuple[list[str], dict[str, str]]:
 
 
 @check("toolkit", applies=served_by_the_hooks, drawn=False)
-def hooks_path_reads_the_traced_values(model: Any, case: Case) -> str:
+def hooks_path_reads_the_traced_values(model: StandardModel, case: Case) -> str:
     """Every value the toolkit's hooks path qualifies is read by cache_values(engine="hooks") as the trace reads it, bit for bit."""
     from nnterp.toolkit import _hooks as hooks
     from nnterp.toolkit import cache_values

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import nnsight
 from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp import Unavailable, identities
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -48,7 +49,7 @@ def repeat_kv(states: torch.Tensor, heads: int, what: str) -> torch.Tensor:
         raise CheckFailure(f"{what}: {error}") from None
 
 
-def reads(model: Any, host: Any, names: tuple[str, ...], bias: bool, run: Any) -> dict[str, torch.Tensor]:
+def reads(model: StandardModel, host: Any, names: tuple[str, ...], bias: bool, run: Any) -> dict[str, torch.Tensor]:
     """The values ``names`` of the block ``host(model)`` (and its attention's ``score_bias()`` where ``bias``), on ``run``.
 
     One run in forward order where the family reads them so; else one run per value, so that a value pointed at the
@@ -96,7 +97,7 @@ class Prompt:
     #: what the trace takes besides the prompts
     inputs: ClassVar[dict[str, Any]] = {}
 
-    def __init__(self, model: Any, case: Case) -> None:
+    def __init__(self, model: StandardModel, case: Case) -> None:
         self.model, self.case = model, case
 
     @property
@@ -141,7 +142,7 @@ def expected_scores(
     return scores + bias.float()
 
 
-def scores_gap(model: Any, host: Any, run: Any, what: str) -> float:
+def scores_gap(model: StandardModel, host: Any, run: Any, what: str) -> float:
     """The gap of ``scaling * queries @ repeat_kv(keys)^T`` (+ softcap, + score_bias) against the block's attention_scores, where the mask keeps a key."""
     attention = host(model).self_attn
     has_bias = declares_bias(attention)
@@ -184,7 +185,7 @@ def declares_bias(attention: Any) -> bool:
 
 
 @check("attention", applies=has_softmax_attention)
-def scores_are_queries_against_keys(model: Any, case: Case) -> str:
+def scores_are_queries_against_keys(model: StandardModel, case: Case) -> str:
     """attention_scores == scaling * queries @ repeat_kv(keys)^T (+ softcap, + score_bias) where the mask keeps a key, on a prompt and on a decode step."""
     blocks = require(model, QUERIES, KEYS, SCORES, PATTERN)
     gaps = Gaps()
@@ -194,7 +195,7 @@ def scores_are_queries_against_keys(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-def heads_gap(model: Any, host: Any, run: Any, what: str) -> float:
+def heads_gap(model: StandardModel, host: Any, run: Any, what: str) -> float:
     """The gap of ``attention_probabilities @ repeat_kv(attention_values)`` against the block's head outputs (its ``mixed_heads``)."""
     mixed = host(model).self_attn.mixed_heads
     heads_name = f"self_attn.{mixed}"
@@ -215,7 +216,7 @@ def heads_gap(model: Any, host: Any, run: Any, what: str) -> float:
 
 
 @check("attention", applies=has_softmax_attention)
-def head_outputs_are_pattern_against_values(model: Any, case: Case) -> str:
+def head_outputs_are_pattern_against_values(model: StandardModel, case: Case) -> str:
     """attention_head_outputs (or the component's mixed_heads, before a gate) == attention_probabilities @ repeat_kv(attention_values), on a prompt and on a decode step."""
     blocks = require(model, VALUES, PATTERN, HEADS)
     gaps = Gaps()
@@ -226,7 +227,7 @@ def head_outputs_are_pattern_against_values(model: Any, case: Case) -> str:
 
 
 @check("residual")
-def norm_outputs_feed_the_sublayers(model: Any, case: Case) -> str:
+def norm_outputs_feed_the_sublayers(model: StandardModel, case: Case) -> str:
     """attention_norm_output is what the block's mixer is called with, mlp_norm_output what its MLP is called with."""
     from .base import available, mixer_of
 

@@ -7,6 +7,7 @@ from typing import Any
 import nnsight
 from nnsight.intervention.interleaver import OutOfOrderError
 from nnterp.identities import NEURONS_MAKE_CONTRIBUTION
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -64,7 +65,7 @@ def mlp_parts(mlp: Any, parts: tuple[str, ...]) -> dict[str, torch.Tensor]:
     return found
 
 
-def _neurons_run(model: Any, case: Case, layer: int, parts: tuple[str, ...]) -> dict[str, torch.Tensor]:
+def _neurons_run(model: StandardModel, case: Case, layer: int, parts: tuple[str, ...]) -> dict[str, torch.Tensor]:
     """Block ``layer``'s ``parts`` of the MLP identity (``activation``, ``up``, ``neurons``) in one trace, in the order the MLP computes them."""
     with torch.no_grad(), model.trace(case.batch):
         found = nnsight.save(mlp_parts(model.layers[layer].mlp, parts))
@@ -72,7 +73,7 @@ def _neurons_run(model: Any, case: Case, layer: int, parts: tuple[str, ...]) -> 
 
 
 @check("mlp", applies=has_mlp)
-def neurons_make_contribution(model: Any, case: Case) -> str:
+def neurons_make_contribution(model: StandardModel, case: Case) -> str:
     """The neurons are the activation (times up_proj on a gated MLP), and down_proj of them is what it returns in the run."""
     blocks = require(model, "mlp.mlp_activation", "mlp.mlp_neurons")
     gaps = Gaps()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import BATCH_TOLERANCE, coarsest
 
 import torch
@@ -15,7 +16,7 @@ import torch
 from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, input_shape, model_dtype, read, require
 
 
-def _mixtures(model: Any) -> list[int]:
+def _mixtures(model: StandardModel) -> list[int]:
     """The blocks whose MLP is a routing ``Moe``."""
     found = []
     for layer in range(model.num_layers):
@@ -25,12 +26,12 @@ def _mixtures(model: Any) -> list[int]:
     return found
 
 
-def is_mixture(model: Any) -> bool:
+def is_mixture(model: StandardModel) -> bool:
     """Whether any block of ``model`` routes tokens through a mixture of experts."""
     return bool(_mixtures(model))
 
 
-def _one(model: Any, case: Case, layer: int, name: str, edit: Any = None) -> torch.Tensor:
+def _one(model: StandardModel, case: Case, layer: int, name: str, edit: Any = None) -> torch.Tensor:
     """``name`` on block ``layer`` in a trace of its own, after ``edit(mlp)`` where given."""
     with torch.no_grad(), model.trace(case.batch):
         mlp = model.layers[layer].mlp
@@ -47,7 +48,7 @@ def _by_expert(weights: torch.Tensor, indices: torch.Tensor) -> tuple[torch.Tens
 
 
 @check("moe", applies=is_mixture)
-def mixture_adds_up(model: Any, case: Case) -> str:
+def mixture_adds_up(model: StandardModel, case: Case) -> str:
     """routed_output + shared_expert_output is mixture_output (mlp_output unless a norm follows), and expert_outputs summed is routed_output."""
     gaps = Gaps()
     for layer in require(model, "mlp.routed_output", "mlp.mixture_output"):
@@ -67,7 +68,7 @@ def mixture_adds_up(model: Any, case: Case) -> str:
 
 
 @check("moe", applies=is_mixture)
-def routing_follows_scoring(model: Any, case: Case) -> str:
+def routing_follows_scoring(model: StandardModel, case: Case) -> str:
     """The weights and indices the experts receive are what the family's scoring makes of router_logits."""
     gaps = Gaps()
     for layer in require(model, "mlp.router_logits", "mlp.expert_indices"):
@@ -111,7 +112,7 @@ def routing_follows_scoring(model: Any, case: Case) -> str:
 
 
 @check("moe", applies=is_mixture)
-def written_logits_reroute(model: Any, case: Case) -> str:
+def written_logits_reroute(model: StandardModel, case: Case) -> str:
     """Raising one expert's router_logits makes every token route to it: the router scores what is written."""
     blocks = require(model, "mlp.router_logits", "mlp.expert_indices")
     layer = case.pick(blocks)
@@ -136,7 +137,7 @@ def written_logits_reroute(model: Any, case: Case) -> str:
     return f"layers[{layer}]: expert {expert} now chosen by every token ({changed} rerouted)"
 
 
-def _block_with_slots(model: Any, case: Case, names: tuple[str, ...], why: str) -> tuple[int, int]:
+def _block_with_slots(model: StandardModel, case: Case, names: tuple[str, ...], why: str) -> tuple[int, int]:
     """The case's block among those with ``names``, and its top_k; ``Skip`` when a token has one slot only."""
     layer = case.pick(require(model, *names))
     top_k = model.layers[layer].mlp.top_k
@@ -155,7 +156,7 @@ def _zero_slots(slots: list[int]) -> Any:
 
 
 @check("moe", applies=is_mixture)
-def zeroed_slot_leaves_the_sum(model: Any, case: Case) -> str:
+def zeroed_slot_leaves_the_sum(model: StandardModel, case: Case) -> str:
     """Zeroing one slot's weight removes exactly that slot's output: the edited and the complementary runs sum to the whole."""
     layer, top_k = _block_with_slots(
         model, case, ("mlp.expert_weights", "mlp.routed_output"), "no slot to keep while another is zeroed"
@@ -187,7 +188,7 @@ def zeroed_slot_leaves_the_sum(model: Any, case: Case) -> str:
 
 
 @check("moe", applies=is_mixture)
-def rerouted_slot_runs_the_new_expert(model: Any, case: Case) -> str:
+def rerouted_slot_runs_the_new_expert(model: StandardModel, case: Case) -> str:
     """Writing a slot's index to another slot's expert makes it that expert's output, under the slot's own weight."""
     layer, _ = _block_with_slots(
         model, case, ("mlp.expert_indices", "mlp.expert_weights", "mlp.expert_outputs"), "no other slot to reroute to"
@@ -213,7 +214,7 @@ def rerouted_slot_runs_the_new_expert(model: Any, case: Case) -> str:
 
 
 @check("moe", applies=is_mixture)
-def token_rows_stay_apart(model: Any, case: Case) -> str:
+def token_rows_stay_apart(model: StandardModel, case: Case) -> str:
     """The token-flat values of a padded row match its prompt alone, and an edit under one invoke leaves the other's rows alone."""
     if len(case.prompts) < 2:
         raise Skip("needs a batch of at least two prompts")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnsight import Envoy
+from nnterp.protocols import StandardModel
 
 from .base import Case, CheckFailure, check
 
@@ -23,7 +24,7 @@ def _resolve(envoy: Any, path: str | type) -> Any:
 
 
 @check("names")
-def standard_names_alias_native_envoys(model: Any, case: Case) -> str:
+def standard_names_alias_native_envoys(model: StandardModel, case: Case) -> str:
     """Each alias in the family's rename is the same envoy as the native module, and every alias resolves somewhere."""
     rename = model.family.rename
     resolved: dict[str, int] = {alias: 0 for alias in rename.values()}

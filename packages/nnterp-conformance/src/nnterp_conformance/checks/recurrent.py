@@ -13,6 +13,7 @@ from typing import Any
 
 import nnsight
 from nnterp.descriptors import declared_values
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -22,7 +23,7 @@ from .base import Case, CheckFailure, Gaps, Skip, check, expect_close, model_dty
 STEPS = 3
 
 
-def _recurrent(model: Any) -> list[int]:
+def _recurrent(model: StandardModel) -> list[int]:
     """The blocks whose mixer is recurrent and serves its state."""
     found = []
     for layer in range(model.num_layers):
@@ -32,18 +33,18 @@ def _recurrent(model: Any) -> list[int]:
     return found
 
 
-def is_recurrent(model: Any) -> bool:
+def is_recurrent(model: StandardModel) -> bool:
     """Whether any block of ``model`` mixes tokens through a recurrent state."""
     return bool(_recurrent(model))
 
 
-def _ids(model: Any, case: Case) -> list[int]:
+def _ids(model: StandardModel, case: Case) -> list[int]:
     prompt = case.prompts[0]
     return list(prompt) if not isinstance(prompt, str) else model.tokenizer(prompt)["input_ids"]
 
 
 @check("recurrent", applies=is_recurrent)
-def state_continues_into_decode(model: Any, case: Case) -> str:
+def state_continues_into_decode(model: StandardModel, case: Case) -> str:
     """Under generate, the prompt starts from no state (state_input None, as its none_when_fresh declares) and each decode step from the state the step before left (state_input == state_output)."""
     blocks = _recurrent(model)
     prompt = case.alone(0)
@@ -83,7 +84,7 @@ def state_continues_into_decode(model: Any, case: Case) -> str:
 
 
 @check("recurrent", applies=is_recurrent)
-def states_follow_the_scan(model: Any, case: Case) -> str:
+def states_follow_the_scan(model: StandardModel, case: Case) -> str:
     """Token by token, states[:, -1] is state_output, state_after(t) is states[:, t], and the last state is the chunked kernel's."""
     layer = case.pick(_recurrent(model))
     mixer = model.layers[layer].linear_attn
@@ -111,14 +112,16 @@ def states_follow_the_scan(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-def _handed(model: Any, layer: int) -> Any:
+def _handed(model: StandardModel, layer: int) -> Any:
     """The cache a call continuing a prompt is handed from the start (``new_cache()``: a model that keeps its state on
     its modules and returns no cache, RecurrentGemma), or None where the prompt's call returns the one it keeps."""
     new_cache = getattr(model.layers[layer].linear_attn, "new_cache", None)
     return None if new_cache is None else new_cache()
 
 
-def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _split(
+    model: StandardModel, layer: int, ids: list[int], cut: int, edit: Any = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The prompt in two calls, the second over the first's cache: the second call's states and head outputs.
 
     ``edit(mixer)`` runs in the first call (a write of its ``state_output``).
@@ -149,7 +152,7 @@ def _split(model: Any, layer: int, ids: list[int], cut: int, edit: Any = None) -
 
 
 @check("recurrent", applies=is_recurrent)
-def split_prompt_continues(model: Any, case: Case) -> str:
+def split_prompt_continues(model: StandardModel, case: Case) -> str:
     """A prompt in two calls, the second over the first's cache, has the states and head outputs of one call."""
     layer = case.pick(_recurrent(model))
     ids = _ids(model, case)
@@ -185,7 +188,7 @@ def split_prompt_continues(model: Any, case: Case) -> str:
 
 
 @check("recurrent", applies=is_recurrent)
-def written_state_continues(model: Any, case: Case) -> str:
+def written_state_continues(model: StandardModel, case: Case) -> str:
     """set_state_after(t, v): the tokens after t continue from v, as a second call over a cache holding v does."""
     layer = case.pick(_recurrent(model))
     ids = _ids(model, case)
@@ -229,7 +232,7 @@ def written_state_continues(model: Any, case: Case) -> str:
 
 
 @check("recurrent", applies=is_recurrent)
-def written_states_land(model: Any, case: Case) -> str:
+def written_states_land(model: StandardModel, case: Case) -> str:
     """state_output = v leaves its call's output as it was and is the next call's state_input; state_input = v there gives that call the same outputs."""
     layer = case.pick(_recurrent(model))
     ids = _ids(model, case)
@@ -293,7 +296,7 @@ def written_states_land(model: Any, case: Case) -> str:
 
 
 @check("recurrent", applies=is_recurrent)
-def gates_in_range(model: Any, case: Case) -> str:
+def gates_in_range(model: StandardModel, case: Case) -> str:
     """decays are non-positive and betas lie in the mixer's documented range, on every recurrent block (each where served), on the padded batch and each prompt alone."""
     checked, reasons = 0, set()
     runs = [(case, "")] + (

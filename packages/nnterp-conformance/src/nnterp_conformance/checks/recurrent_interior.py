@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, cast
 
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -27,7 +28,7 @@ DECAYS, BETAS, STATES, HEADS = f"{MIXER}.decays", f"{MIXER}.betas", f"{MIXER}.st
 STATE_INPUT, STATE_OUTPUT = f"{MIXER}.state_input", f"{MIXER}.state_output"
 
 
-def _ruled(model: Any, names: tuple[str, ...]) -> list[int]:
+def _ruled(model: StandardModel, names: tuple[str, ...]) -> list[int]:
     """The recurrent blocks whose mixer declares a rule the kit knows and serves every one of ``names``; Skip if none."""
     blocks, reasons = [], set()
     for layer in _recurrent(model):
@@ -57,7 +58,7 @@ def _needed(mixer: Any, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(name for name in names if lacks.get(name, True))
 
 
-def _runs(model: Any, case: Case, alone: bool = True) -> tuple[tuple[Prompt, str], ...]:
+def _runs(model: StandardModel, case: Case, alone: bool = True) -> tuple[tuple[Prompt, str], ...]:
     """Each prompt alone (``alone``, where the batch has several), the padded batch, and a decode step: a value that
     agrees with the rule only where another row's padding runs before it (a reset the padding reaches) fails on its
     prompt alone, which comes first."""
@@ -70,7 +71,7 @@ def _runs(model: Any, case: Case, alone: bool = True) -> tuple[tuple[Prompt, str
 
 
 def _read(
-    model: Any, layer: int, names: tuple[str, ...], run: Prompt
+    model: StandardModel, layer: int, names: tuple[str, ...], run: Prompt
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """``names`` of block ``layer`` on ``run``, the mixer keeping the state after every token: each in float32, and each
     as served. A comparison is judged by the coarsest of them: a kernel that takes half-precision
@@ -81,7 +82,9 @@ def _read(
     return {name: value.float() for name, value in found.items()}, found
 
 
-def _each(model: Any, case: Case, names: tuple[str, ...]) -> Iterator[tuple[str, Any, Any, dict, torch.dtype, bool]]:
+def _each(
+    model: StandardModel, case: Case, names: tuple[str, ...]
+) -> Iterator[tuple[str, Any, Any, dict, torch.dtype, bool]]:
     """For the padded batch, each prompt alone and a decode step, each ruled block's ``(what, mixer, rule, values,
     dtype, alone)``: the values ``names`` in float32 (with ``state_input`` on a decode step), the coarsest dtype they
     were served in, which a comparison is judged by, and whether the run is one prompt from its first token (unpadded:
@@ -102,7 +105,7 @@ def _any_state(like: torch.Tensor) -> torch.Tensor:
 
 
 @check("recurrent", applies=is_recurrent)
-def states_follow_the_rule(model: Any, case: Case) -> str:
+def states_follow_the_rule(model: StandardModel, case: Case) -> str:
     """states[:, t] is the mixer's rule applied to states[:, t - 1] (state_input, or zeros, before the first; any state where the rule resets at a prompt's first token) and token t's keys, values, decays and betas (where the rule has them), on the batch, each prompt alone and a decode step."""
     gaps = Gaps()
     for what, mixer, rule, found, dtype, alone in _each(model, case, (KEYS, VALUES, DECAYS, BETAS, STATES)):
@@ -132,7 +135,7 @@ def states_follow_the_rule(model: Any, case: Case) -> str:
 
 
 @check("recurrent", applies=is_recurrent)
-def head_outputs_read_the_states(model: Any, case: Case) -> str:
+def head_outputs_read_the_states(model: StandardModel, case: Case) -> str:
     """attention_head_outputs[:, t] is token t's queries reading states[:, t] by the mixer's rule (with the D * x skip where it has one), on the batch, each prompt alone and a decode step."""
     gaps = Gaps()
     for what, mixer, rule, found, dtype, _ in _each(model, case, (QUERIES, VALUES, STATES, HEADS)):
@@ -150,7 +153,7 @@ def head_outputs_read_the_states(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-def _tied(model: Any) -> list[int]:
+def _tied(model: StandardModel) -> list[int]:
     """The recurrent blocks whose mixer serves the state after each token (where the kit's checks read it, inside
     ``keeping_states()``) beside ``state_output``; Skip with the reasons where none does."""
     blocks, reasons = [], set()
@@ -170,7 +173,7 @@ def _tied(model: Any) -> list[int]:
 
 
 @check("recurrent", applies=is_recurrent)
-def state_output_is_the_last_state(model: Any, case: Case) -> str:
+def state_output_is_the_last_state(model: StandardModel, case: Case) -> str:
     """state_output, what a call writes to the cache, is the last state it computes: states at each row's last real token (the last column of the left-padded batch), on a prompt and on a decode step."""
     gaps = Gaps()
     blocks = _tied(model)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnterp.identities import CONTRIBUTION, LOGITS_FROM_LAST_LAYER, MID_STREAM, STREAM_CONTINUITY, stream_sum
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -29,7 +30,7 @@ from .base import (
 BOUNDARIES = ("layer_input", "layer_output")
 
 
-def contribution_blocks(model: Any) -> dict[int, tuple[str, ...]]:
+def contribution_blocks(model: StandardModel) -> dict[int, tuple[str, ...]]:
     """The blocks whose contribution identity can be checked, each with the contributions it adds.
 
     A block qualifies when its boundaries and every sublayer it has serve
@@ -57,7 +58,9 @@ def contribution_blocks(model: Any) -> dict[int, tuple[str, ...]]:
     return found
 
 
-def read_contributions(model: Any, case: Case, blocks: dict[int, tuple[str, ...]]) -> dict[int, dict[str, Any]]:
+def read_contributions(
+    model: StandardModel, case: Case, blocks: dict[int, tuple[str, ...]]
+) -> dict[int, dict[str, Any]]:
     """Each block's boundaries and contributions, one trace per value name, so no forward order is assumed between them."""
     names = list(dict.fromkeys(name for terms in blocks.values() for name in (*BOUNDARIES, *terms)))
     found: dict[int, dict[str, Any]] = {layer: {} for layer in blocks}
@@ -69,7 +72,7 @@ def read_contributions(model: Any, case: Case, blocks: dict[int, tuple[str, ...]
 
 
 @check("residual", applies=single_stream)
-def contribution(model: Any, case: Case) -> str:
+def contribution(model: StandardModel, case: Case) -> str:
     """layer_input + attention_output + mlp_output == layer_output on every block (the sublayers each block has)."""
     blocks = contribution_blocks(model)
     values = read_contributions(model, case, blocks)
@@ -90,7 +93,7 @@ def contribution(model: Any, case: Case) -> str:
 
 
 @check("residual")
-def stream_continuity(model: Any, case: Case) -> str:
+def stream_continuity(model: StandardModel, case: Case) -> str:
     """layers[i].layer_output is what layers[i+1].layer_input receives."""
     outputs = require(model, "layer_output")
     inputs = set(require(model, "layer_input"))
@@ -108,7 +111,7 @@ def stream_continuity(model: Any, case: Case) -> str:
     return f"{len(pairs)} boundaries equal"
 
 
-def mid_terms(model: Any, layer: int) -> tuple[str, ...]:
+def mid_terms(model: StandardModel, layer: int) -> tuple[str, ...]:
     """The terms block ``layer``'s ``layer_mid`` is the sum of besides ``layer_input``: its mixers' ``attention_output``,
     after the rescaling of ``layer_input`` where the block has one (``Layer.mid_terms``)."""
     terms = getattr(model.layers[layer], "mid_terms", None)
@@ -116,7 +119,7 @@ def mid_terms(model: Any, layer: int) -> tuple[str, ...]:
 
 
 @check("residual", applies=single_stream)
-def mid_stream(model: Any, case: Case) -> str:
+def mid_stream(model: StandardModel, case: Case) -> str:
     """layer_mid == layer_input + the mixers' attention_output (+ layer_input_rescaling) where the block has a mid stream."""
     blocks: dict[int, tuple[str, ...]] = {}
     for layer in require(model, "layer_input", "layer_mid"):
@@ -149,7 +152,7 @@ def mid_stream(model: Any, case: Case) -> str:
 
 
 @check("residual")
-def logits_from_last_layer(model: Any, case: Case) -> str:
+def logits_from_last_layer(model: StandardModel, case: Case) -> str:
     """lm_head(norm(layers[-1].layer_output)) equals logits."""
     last = model.num_layers - 1
     if last not in require(model, "layer_output"):

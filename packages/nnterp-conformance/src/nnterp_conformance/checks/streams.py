@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from nnterp.components.streams import StreamLayer
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -38,7 +39,7 @@ SUBLAYERS: dict[str, dict[str, Any]] = StreamLayer.STREAM_STEPS
 VALUES = ("before", "mixing", "collapse", "spread", "collapsed", "mid", "output", "added", "after")
 
 
-def steps_of(model: Any, layer: int) -> dict[str, dict[str, Any]]:
+def steps_of(model: StandardModel, layer: int) -> dict[str, dict[str, Any]]:
     """Block ``layer``'s steps in stream terms (its ``STREAM_STEPS``), each step's names in its forward order."""
     return getattr(type(model.layers[layer]), "STREAM_STEPS", SUBLAYERS)
 
@@ -48,12 +49,12 @@ def in_order(values: dict[str, Any], names: tuple[str, ...]) -> list[str]:
     return [name for name in values if name in names and name in VALUES]
 
 
-def _unmixed(model: Any, layer: int) -> bool:
+def _unmixed(model: StandardModel, layer: int) -> bool:
     """Whether block ``layer`` carries its streams past the sublayers unmixed (its ``UNMIXED`` reason is set)."""
     return getattr(type(model.layers[layer]), "UNMIXED", None) is not None
 
 
-def _sublayers(model: Any, names: tuple[str, ...]) -> dict[tuple[int, str], dict[str, str]]:
+def _sublayers(model: StandardModel, names: tuple[str, ...]) -> dict[tuple[int, str], dict[str, str]]:
     """``(layer, sublayer)`` -> its names, where the block serves every value of ``names`` (the mixing may be the identity)."""
     found = {}
     for layer in range(model.num_layers):
@@ -103,13 +104,13 @@ def spread_and_mix(
     return after
 
 
-def _added_to(model: Any, layer: int, values: dict[str, Any]) -> tuple[int, ...]:
+def _added_to(model: StandardModel, layer: int, values: dict[str, Any]) -> tuple[int, ...]:
     """The streams the step's ``added`` term reaches on block ``layer`` (none where it has no such term)."""
     return model.layers[layer].streams_added_to(values["added"]) if "added" in values else ()
 
 
 def _after(
-    found: dict[str, torch.Tensor], model: Any, layer: int, values: dict[str, Any], unmixed: bool
+    found: dict[str, torch.Tensor], model: StandardModel, layer: int, values: dict[str, Any], unmixed: bool
 ) -> torch.Tensor:
     """The streams after the step, from the values read before them (``found``, keyed by the step's entries)."""
     return spread_and_mix(
@@ -128,7 +129,7 @@ def _terms_said(values: dict[str, Any], unmixed: bool) -> str:
 
 
 @check("streams", applies=multi_stream)
-def streams_follow_from_mixing(model: Any, case: Case) -> str:
+def streams_follow_from_mixing(model: StandardModel, case: Case) -> str:
     """The streams after each sublayer are its output spread by its spread weights plus the streams before it mixed:
     after[k] == spread[k] * output + sum_j mixing[j, k] * before[j]."""
     sublayers = _sublayers(model, ("before", "after", "output", "spread", "mixing", "added"))
@@ -156,7 +157,7 @@ def streams_follow_from_mixing(model: Any, case: Case) -> str:
 
 
 @check("streams", applies=multi_stream)
-def sublayers_read_the_collapse(model: Any, case: Case) -> str:
+def sublayers_read_the_collapse(model: StandardModel, case: Case) -> str:
     """What each sublayer reads is the streams before it collapsed by its collapse weights:
     collapsed == sum_j collapse[j] * before[j], and its pre-norm is called with it."""
     sublayers = _sublayers(model, ("before", "collapse", "collapsed"))
@@ -185,7 +186,7 @@ def sublayers_read_the_collapse(model: Any, case: Case) -> str:
 
 
 def _written(
-    model: Any, case: Case, layer: int, values: dict[str, str], written: str, unmixed: bool
+    model: StandardModel, case: Case, layer: int, values: dict[str, str], written: str, unmixed: bool
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """One run with ``written`` (a weight's name) assigned its edit: every value around the sublayer read after it, and the logits."""
     block = model.layers[layer]
@@ -206,7 +207,7 @@ def _written(
 
 
 @check("streams", applies=multi_stream, drawn=False)
-def written_stream_weights_reach_the_model(model: Any, case: Case) -> str:
+def written_stream_weights_reach_the_model(model: StandardModel, case: Case) -> str:
     """A written collapse, spread or mixing weight is what the model computes with (the identities hold with it in the
     same run), and it moves the logits: a read that is causally inert fails."""
     sublayers = _sublayers(model, ("before", "after", "output", "collapse", "collapsed", "spread", "mixing", "added"))
@@ -250,7 +251,7 @@ def written_stream_weights_reach_the_model(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-def _summed_steps(model: Any) -> dict[tuple[int, str], dict[str, Any]]:
+def _summed_steps(model: StandardModel) -> dict[tuple[int, str], dict[str, Any]]:
     """``(layer, step)`` -> its names, for each step whose output is a sum of named terms (``terms``)."""
     return {
         (layer, step): values
@@ -260,14 +261,14 @@ def _summed_steps(model: Any) -> dict[tuple[int, str], dict[str, Any]]:
     }
 
 
-def updates_are_sums(model: Any) -> bool:
+def updates_are_sums(model: StandardModel) -> bool:
     """Whether a multi-stream block says what its sublayers add to the stream they run on is a sum of named terms
     (AltUp's innovation)."""
     return multi_stream(model) and bool(_summed_steps(model))
 
 
 @check("streams", applies=updates_are_sums)
-def stream_updates_add_up(model: Any, case: Case) -> str:
+def stream_updates_add_up(model: StandardModel, case: Case) -> str:
     """What a step's sublayers add to the one stream they run on is the sum of its named terms, and the stream between
     them is the collapsed stream plus the first terms: innovation == sum(terms), mid == collapsed + sum(mid_terms)."""
     gaps = Gaps()
@@ -308,7 +309,7 @@ STEPS = 3
 
 
 @check("generation", applies=multi_stream)
-def streams_follow_at_every_step(model: Any, case: Case) -> str:
+def streams_follow_at_every_step(model: StandardModel, case: Case) -> str:
     """Under generate, each step's streams have the step's length and follow from the mixing (streams_follow_from_mixing at every step)."""
     import nnsight
 

@@ -25,6 +25,7 @@ from nnterp.identities import (
     softmax_pattern,
     stream_sum,
 )
+from nnterp.protocols import StandardModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -80,7 +81,7 @@ TRANSFORMER_LENS_LAYOUTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def mapped_hooks(model: Any, first: bool = False) -> dict[str, str]:
+def mapped_hooks(model: StandardModel, first: bool = False) -> dict[str, str]:
     """Every TransformerLens name (one per block) the table maps to a value this checkpoint serves -> that standard name.
 
     Asked of ``standard_name`` and ``expand_names``, as ``cache_values`` asks them; a hook no standard value holds here
@@ -104,7 +105,7 @@ def mapped_hooks(model: Any, first: bool = False) -> dict[str, str]:
     return found
 
 
-def has_mapped_hooks(model: Any) -> bool:
+def has_mapped_hooks(model: StandardModel) -> bool:
     """Whether the table maps any TransformerLens hook to a value this model serves."""
     return bool(mapped_hooks(model, first=True))
 
@@ -114,7 +115,7 @@ def _relative(name: str) -> str:
     return name.split(".", 2)[2] if name.startswith("blocks.") else name
 
 
-def _dims(model: Any, standard: str) -> tuple[str, ...] | None:
+def _dims(model: StandardModel, standard: str) -> tuple[str, ...] | None:
     """The axis names of the standard value ``standard`` (a full name) as its component declares them."""
     from nnterp.toolkit.cache import _host
 
@@ -170,7 +171,7 @@ ATTENTION, MLP = "self_attn.attention_output", "mlp.mlp_output"
 
 
 @check("toolkit", applies=has_mapped_hooks, drawn=False)
-def toolkit_names_read_their_values(model: Any, case: Case) -> str:
+def toolkit_names_read_their_values(model: StandardModel, case: Case) -> str:
     """Every TransformerLens hook the table maps reads, through cache_values, its standard value in TransformerLens's layout, and the hooks satisfy TransformerLens's identities (resid_pre + attn_out == resid_mid, resid_mid + mlp_out == resid_post, z == pattern @ v, softmax(attn_scores) == pattern, mlp_in == resid_mid)."""
     from nnterp.toolkit import cache_values
 
@@ -199,7 +200,9 @@ def toolkit_names_read_their_values(model: Any, case: Case) -> str:
     return f"{len(hooks)} hooks, {gaps}" + (f" (not held: {notes})" if notes else "")
 
 
-def _identities(model: Any, layer: int, hooks: dict[str, str], cache: Any, gaps: Gaps, skipped: dict[str, str]) -> None:
+def _identities(
+    model: StandardModel, layer: int, hooks: dict[str, str], cache: Any, gaps: Gaps, skipped: dict[str, str]
+) -> None:
     """TransformerLens's identities among block ``layer``'s hooks, each where the block's declarations say it holds;
     ``skipped`` collects, per identity, why a block does not hold it."""
     block = model.layers[layer]
@@ -322,7 +325,7 @@ def _softmax_against_pattern(
 
 
 @check("toolkit", applies=single_stream, drawn=False)
-def toolkit_groups_sum_to_the_stream(model: Any, case: Case) -> str:
+def toolkit_groups_sum_to_the_stream(model: StandardModel, case: Case) -> str:
     """The cache's layers.*.contributions group sums, with layer_input, to layer_output on every block, and decompose_resid's terms to the last block's layer_output."""
     from nnterp.toolkit import cache_values
     from nnterp.toolkit.attribution import DECOMPOSE_RESID, decompose_resid

@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from nnterp.descriptors import declared_values
+from nnterp.protocols import VisionModel
 
 from .base import Case, Skip, check
 from .gradients import derivatives_gaps, interior_gradients, left_out
 from .vision import has_vision, image_inputs, image_token
 
 
-def reached_blocks(model: Any) -> tuple[int, bool, str]:
+def reached_blocks(model: VisionModel) -> tuple[int, bool, str]:
     """The last tower block whose values reach the logits, whether ``tower_output`` does, and the declaration saying so.
 
     Read off the projector's ``selection()``: a block's ``layer_output``
@@ -45,7 +46,7 @@ def reached_blocks(model: Any) -> tuple[int, bool, str]:
     return through, tower, f"the projector's selection() reads {said}"
 
 
-def tower_plan(model: Any) -> tuple[list[str], dict[str, str]]:
+def tower_plan(model: VisionModel) -> tuple[list[str], dict[str, str]]:
     """Every available value of the tower, its blocks and the projector the logits depend on, as paths below the model
     (``"vision.layers.1.mlp.mlp_neurons"``); and why each left out is, by its declaration or the projector's selection."""
     from nnterp.toolkit.cache import block_order
@@ -85,7 +86,7 @@ def tower_plan(model: Any) -> tuple[list[str], dict[str, str]]:
 
 
 @check("gradients", applies=has_vision, drawn=False)
-def tower_gradients_are_derivatives(model: Any, case: Case) -> str:
+def tower_gradients_are_derivatives(model: VisionModel, case: Case) -> str:
     """On the image batch, .grad read inside backward() on every floating value of the tower, its blocks and the projector equals torch.autograd.grad of the same metric."""
     image_token(model, case)  # Skip where the load takes no image
     plan, left = tower_plan(model)

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from nnterp.identities import CONTRIBUTION, PATTERN_IS_SOFTMAX_OF_SCORES, softmax_pattern, stream_sum
+from nnterp.protocols import VisionModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -23,7 +24,7 @@ IMAGE_SHAPE = (40, 48)
 FALLBACK_TEXT = "Hello world"
 
 
-def has_vision(model: Any) -> bool:
+def has_vision(model: VisionModel) -> bool:
     """Whether the model serves a vision tower (``model.vision``)."""
     return "vision" in model.__dict__
 
@@ -52,7 +53,7 @@ def image(seed: int = IMAGE_SEED) -> Any:
     return Image.fromarray(pixels)
 
 
-def image_token(model: Any, case: Case) -> str:
+def image_token(model: VisionModel, case: Case) -> str:
     """The image token a prompt holds, as the processor expands it; ``Skip`` when the load has no processor to take an image."""
     reason = model.vision.support().get("image_features")
     if reason is not None:
@@ -66,7 +67,7 @@ def image_token(model: Any, case: Case) -> str:
 MOST_IMAGES = 2
 
 
-def image_batch(model: Any, case: Case) -> tuple[list[str], list[list[Any]]]:
+def image_batch(model: VisionModel, case: Case) -> tuple[list[str], list[list[Any]]]:
     """The case's image batch: prompts, and one list of images per prompt (``trace(prompts, images=images)``).
 
     The checks' own seed gives one prompt with one image (``IMAGE_SHAPE``); a
@@ -92,7 +93,7 @@ def image_batch(model: Any, case: Case) -> tuple[list[str], list[list[Any]]]:
     return [prompt, other], [images, []]
 
 
-def image_inputs(model: Any, case: Case) -> tuple[Any, list]:
+def image_inputs(model: VisionModel, case: Case) -> tuple[Any, list]:
     """The case's image batch as a trace takes it: ``model.trace(prompts, images=images)``.
 
     One image goes flat (``images=[image]``); several go one list per prompt
@@ -107,7 +108,7 @@ def image_inputs(model: Any, case: Case) -> tuple[Any, list]:
     return prompts, images
 
 
-def read_image(model: Any, case: Case, plan: list[tuple[Any, str]]) -> list[torch.Tensor]:
+def read_image(model: VisionModel, case: Case, plan: list[tuple[Any, str]]) -> list[torch.Tensor]:
     """Each ``(host, name)`` of ``plan`` in one trace of the case's image batch, in order; ``host`` a function of the model."""
     values: list[torch.Tensor] = []
     prompts, images = image_inputs(model, case)
@@ -122,7 +123,7 @@ def block(layer: int) -> Any:
     return lambda model: model.vision.layers[layer]
 
 
-def vision_blocks(model: Any, *names: str) -> list[int]:
+def vision_blocks(model: VisionModel, *names: str) -> list[int]:
     """The tower blocks that serve every one of ``names``; ``Skip`` saying why when none does."""
     support = model.vision.support()
     blocks = [
@@ -136,7 +137,7 @@ def vision_blocks(model: Any, *names: str) -> list[int]:
 
 
 @check("vision", applies=has_vision)
-def vision_contribution(model: Any, case: Case) -> str:
+def vision_contribution(model: VisionModel, case: Case) -> str:
     """On every tower block: layer_input + attention_output + mlp_output == layer_output."""
     names = ("layer_input", "self_attn.attention_output", "mlp.mlp_output", "layer_output")
     blocks = vision_blocks(model, *names)
@@ -156,7 +157,7 @@ def vision_contribution(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def vision_pattern_is_softmax_of_scores(model: Any, case: Case) -> str:
+def vision_pattern_is_softmax_of_scores(model: VisionModel, case: Case) -> str:
     """On every tower block: softmax(attention_scores) == attention_probabilities, each row summing to one."""
     names = ("self_attn.attention_scores", "self_attn.attention_probabilities")
     blocks = vision_blocks(model, *names)
@@ -183,7 +184,7 @@ class ImageRun:
 
     steps = 0
 
-    def __init__(self, model: Any, case: Case) -> None:
+    def __init__(self, model: VisionModel, case: Case) -> None:
         self.prompts, images = image_inputs(model, case)
         self.inputs = {"images": images}
 
@@ -197,7 +198,7 @@ def tower_block(layer: int) -> Any:
 
 
 @check("vision", applies=has_vision)
-def vision_scores_are_queries_against_keys(model: Any, case: Case) -> str:
+def vision_scores_are_queries_against_keys(model: VisionModel, case: Case) -> str:
     """On every tower block: attention_scores == scaling * queries @ repeat_kv(keys)^T (+ score_bias) where the mask keeps a key."""
     from .interior import KEYS, PATTERN, QUERIES, SCORES, scores_gap
 
@@ -208,7 +209,7 @@ def vision_scores_are_queries_against_keys(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def vision_head_outputs_are_pattern_against_values(model: Any, case: Case) -> str:
+def vision_head_outputs_are_pattern_against_values(model: VisionModel, case: Case) -> str:
     """On every tower block: attention_head_outputs == attention_probabilities @ repeat_kv(attention_values)."""
     from .interior import HEADS, PATTERN, VALUES, heads_gap
 
@@ -219,7 +220,7 @@ def vision_head_outputs_are_pattern_against_values(model: Any, case: Case) -> st
 
 
 @check("vision", applies=has_vision, drawn=False)
-def tower_values_assigned_back_change_nothing(model: Any, case: Case) -> str:
+def tower_values_assigned_back_change_nothing(model: VisionModel, case: Case) -> str:
     """Every assignable value of the tower and its blocks, assigned what it reads, leaves the logits as they were."""
     from .edits import assign_each_back
 
@@ -228,7 +229,7 @@ def tower_values_assigned_back_change_nothing(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def vision_interior_feeds_the_output(model: Any, case: Case) -> str:
+def vision_interior_feeds_the_output(model: VisionModel, case: Case) -> str:
     """Writing a tower block's queries, keys or values moves its attention_output (writing them back unchanged does not).
 
     The interior of a packed tower's attention has no pattern to check it
@@ -263,7 +264,7 @@ def vision_interior_feeds_the_output(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def image_features_reach_the_text(model: Any, case: Case) -> str:
+def image_features_reach_the_text(model: VisionModel, case: Case) -> str:
     """layers[0].layer_input[image_token_mask] == image_features, one feature row per image token; a row with no image reads as alone."""
     vision = lambda model: model.vision  # noqa: E731
     mask, features, stream = read_image(
@@ -288,7 +289,7 @@ def image_features_reach_the_text(model: Any, case: Case) -> str:
     return f"{detail}; {gaps}"
 
 
-def _alone(model: Any, case: Case) -> float:
+def _alone(model: VisionModel, case: Case) -> float:
     """The gap between the image batch's row 1 (no image) and that row's own tokens traced alone.
 
     The row's encoding is the processor's (a processor may rewrite a prompt:
@@ -316,7 +317,7 @@ def _alone(model: Any, case: Case) -> float:
 
 
 @check("vision", applies=has_vision)
-def written_image_values_move_downstream(model: Any, case: Case) -> str:
+def written_image_values_move_downstream(model: VisionModel, case: Case) -> str:
     """Writing image_features moves the logits (writing them back unchanged does not); writing patch_embeddings moves tower_output."""
     prompts, images = image_inputs(model, case)
     with torch.no_grad():
@@ -349,7 +350,7 @@ def written_image_values_move_downstream(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def projector_output_reaches_the_scatter(model: Any, case: Case) -> str:
+def projector_output_reaches_the_scatter(model: VisionModel, case: Case) -> str:
     """Writing projector_output moves image_features (writing it back unchanged does not): the projector feeds the scatter.
 
     Whatever the wrapper does between them (a reshape, a reorder, a cast, a
@@ -383,7 +384,7 @@ STEPS = 3
 
 
 @check("vision", applies=has_vision)
-def image_reaches_the_text_under_generate(model: Any, case: Case) -> str:
+def image_reaches_the_text_under_generate(model: VisionModel, case: Case) -> str:
     """Under generate, step 0 runs the tower first, then the image features land at the image tokens; later steps are one token."""
     import nnsight
 
@@ -417,7 +418,7 @@ def image_reaches_the_text_under_generate(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def image_values_need_an_image(model: Any, case: Case) -> str:
+def image_values_need_an_image(model: VisionModel, case: Case) -> str:
     """A trace of text alone runs no tower: every image value raises Unavailable saying so, rather than a stale or empty value."""
     from nnterp.errors import Unavailable
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import nnsight
 from nnsight.intervention.interleaver import OutOfOrderError
+from nnterp.protocols import VisionModel
 from nnterp.tolerances import coarsest
 
 import torch
@@ -20,7 +21,7 @@ from .base import Case, Gaps, Skip, check, expect_close, get, model_dtype
 from .vision import has_vision, image_inputs, image_token, tower_block
 
 
-def tower_reads(model: Any, case: Case, plan: list[tuple[Any, str]]) -> list[torch.Tensor]:
+def tower_reads(model: VisionModel, case: Case, plan: list[tuple[Any, str]]) -> list[torch.Tensor]:
     """Each ``(host, name)`` of ``plan`` on the case's image batch: one trace in the plan's order, else one trace per
     value (a value pointed at the wrong place still reads, and the identity, not the order, is what fails)."""
 
@@ -36,7 +37,7 @@ def tower_reads(model: Any, case: Case, plan: list[tuple[Any, str]]) -> list[tor
         return [one([step])[0] for step in plan]
 
 
-def served_blocks(model: Any, names: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+def served_blocks(model: VisionModel, names: dict[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
     """The blocks of ``names`` (block -> the values it needs) that serve every one; ``Skip`` with the reasons when none does."""
     support = model.vision.support()
     found = {
@@ -58,7 +59,7 @@ def halves(block: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 @check("vision", applies=has_vision)
-def vision_mid_stream(model: Any, case: Case) -> str:
+def vision_mid_stream(model: VisionModel, case: Case) -> str:
     """On every tower block: layer_input + its mid terms (attention_output) == layer_mid, layer_mid + the rest (mlp_output) == layer_output.
 
     The terms are the block's declared ``mid_terms()`` and ``contributions()``,
@@ -101,7 +102,9 @@ def vision_mid_stream(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-def _neurons(model: Any, case: Case, layers: list[int], parts: tuple[str, ...]) -> dict[int, dict[str, torch.Tensor]]:
+def _neurons(
+    model: VisionModel, case: Case, layers: list[int], parts: tuple[str, ...]
+) -> dict[int, dict[str, torch.Tensor]]:
     """Each tower block of ``layers``: its ``parts`` of the MLP identity (``activation``, ``up``, ``neurons``), in one trace, in the MLP's order."""
     from .mlp import mlp_parts
 
@@ -114,7 +117,7 @@ def _neurons(model: Any, case: Case, layers: list[int], parts: tuple[str, ...]) 
 
 
 @check("vision", applies=has_vision)
-def vision_neurons_make_contribution(model: Any, case: Case) -> str:
+def vision_neurons_make_contribution(model: VisionModel, case: Case) -> str:
     """On every tower block: mlp_neurons == mlp_activation (times up_proj on a gated MLP), and down_proj(mlp_neurons) is what down_proj returns."""
     blocks = served_blocks(
         model, dict.fromkeys(range(model.vision.num_layers), ("mlp.mlp_activation", "mlp.mlp_neurons"))
@@ -155,7 +158,7 @@ def vision_neurons_make_contribution(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def vision_norm_outputs_feed_the_sublayers(model: Any, case: Case) -> str:
+def vision_norm_outputs_feed_the_sublayers(model: VisionModel, case: Case) -> str:
     """On every tower block: attention_norm_output is what its attention is called with, mlp_norm_output what its MLP is (the block's norm_readers)."""
     support = model.vision.support()
     pairs = []
@@ -185,7 +188,7 @@ def vision_norm_outputs_feed_the_sublayers(model: Any, case: Case) -> str:
     return str(gaps)
 
 
-def _projector(model: Any, case: Case) -> Any:
+def _projector(model: VisionModel, case: Case) -> Any:
     """The wrapper's projector; ``Skip`` where no image reaches the model, or the projector serves neither value."""
     image_token(model, case)
     projector = model.projector
@@ -197,7 +200,7 @@ def _projector(model: Any, case: Case) -> Any:
 
 
 @check("vision", applies=has_vision)
-def projector_maps_its_input(model: Any, case: Case) -> str:
+def projector_maps_its_input(model: VisionModel, case: Case) -> str:
     """projector(projector_input) == projector_output: the projector module, called again on the served input (its other arguments as the wrapper gave them), returns the served output."""
     projector = _projector(model, case)
     prompts, images = image_inputs(model, case)
@@ -221,7 +224,7 @@ def projector_maps_its_input(model: Any, case: Case) -> str:
 
 
 @check("vision", applies=has_vision)
-def projector_reads_the_selected_stream(model: Any, case: Case) -> str:
+def projector_reads_the_selected_stream(model: VisionModel, case: Case) -> str:
     """projector_input == the tower stream the wrapper's config selects (the projector's selection(): vision_feature_layer's hidden state, the class row dropped under 'default', several side by side)."""
     projector = _projector(model, case)
     selection = projector.selection()

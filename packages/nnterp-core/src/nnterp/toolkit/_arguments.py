@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InvalidArgument, ToolkitInsideTrace
+from ..protocols import StandardModel
 
 __all__ = [
     "Batch",
@@ -124,19 +125,21 @@ def indices(given: Any, size: int, *, function: str, argument: str, what: str, d
     return out
 
 
-def layer(model: Any, given: Any, *, function: str, argument: str = "layer") -> int:
+def layer(model: StandardModel, given: Any, *, function: str, argument: str = "layer") -> int:
     """One block index of ``model``, negative from the end."""
     return index(given, model.num_layers, function=function, argument=argument, what="blocks")
 
 
-def layers(model: Any, given: Any, *, function: str, argument: str = "layers", default_all: bool = True) -> list[int]:
+def layers(
+    model: StandardModel, given: Any, *, function: str, argument: str = "layers", default_all: bool = True
+) -> list[int]:
     """Block indices of ``model``, in the order given (None: every block)."""
     return indices(
         given, model.num_layers, function=function, argument=argument, what="blocks", default_all=default_all
     )
 
 
-def heads(model: Any, given: Any, *, function: str, argument: str = "heads") -> list[int]:
+def heads(model: StandardModel, given: Any, *, function: str, argument: str = "heads") -> list[int]:
     """Attention head indices of ``model`` (None: every head)."""
     return indices(given, model.num_heads, function=function, argument=argument, what="attention heads")
 
@@ -259,7 +262,7 @@ def left_padded(input_ids: Tensor, attention_mask: Tensor, pad_id: int) -> tuple
 
 
 def prompts(
-    model: Any, given: Any, *, function: str, argument: str = "prompts", attention_mask: Tensor | None = None
+    model: StandardModel, given: Any, *, function: str, argument: str = "prompts", attention_mask: Tensor | None = None
 ) -> Batch:
     """``given`` as one left-padded ``Batch``: a string, strings, token ids (a tensor, a list of ints, a list of int lists) or an encoding.
 
@@ -322,7 +325,7 @@ def prompts(
 
 
 @contextmanager
-def left_padding(model: Any) -> Iterator[None]:
+def left_padding(model: StandardModel) -> Iterator[None]:
     """While a toolkit function runs its forwards on a left-padded ``Batch``, the tokenizer reads as padding left.
 
     nnsight gives each left-padded row its positions from the mask only for a
@@ -363,7 +366,7 @@ def _finished(
 # -- weights -----------------------------------------------------------------------------------
 
 
-def loaded(model: Any) -> Any:
+def loaded(model: StandardModel) -> Any:
     """``model`` with its real weights: nnsight loads them at the first trace, and until then they sit on the meta device.
 
     A toolkit function that reads a weight outside a trace (the unembedding, a

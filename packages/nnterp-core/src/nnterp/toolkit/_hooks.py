@@ -40,6 +40,7 @@ from torch import Tensor
 
 from .. import _tensor_parallel as tensor_parallel
 from ..descriptors import SERVED, EProperty
+from ..protocols import StandardModel
 from ._arguments import loaded
 
 #: the engines a read-only call may run on: ``auto`` takes the hooks where every value qualifies
@@ -129,7 +130,7 @@ def boundary(host: Any, value: str) -> Boundary | str:
     return Boundary(host, descriptor, module, last, host.root._module)
 
 
-def model_reason(model: Any, remote: Any = False) -> str | None:
+def model_reason(model: StandardModel, remote: Any = False) -> str | None:
     """Why this model, or this call, cannot take the hooks path at all; None where it can."""
     if remote:
         return "remote= runs on a server, through a trace"
@@ -160,7 +161,7 @@ def locate(hosts: Sequence[tuple[Any, str]]) -> list[Boundary] | str:
 
 
 def plan(
-    model: Any, hosts: Sequence[tuple[Any, str]], remote: Any = False, memo: dict | None = None
+    model: StandardModel, hosts: Sequence[tuple[Any, str]], remote: Any = False, memo: dict | None = None
 ) -> list[Boundary] | str:
     """Where each ``(host, value)`` is read at a module boundary; or why the call goes to the nnsight path.
 
@@ -198,7 +199,7 @@ def refusal(reason: str) -> ValueError:
 
 
 def choose(
-    model: Any, hosts: Sequence[tuple[Any, str]], engine: str, remote: Any = False, memo: dict | None = None
+    model: StandardModel, hosts: Sequence[tuple[Any, str]], engine: str, remote: Any = False, memo: dict | None = None
 ) -> tuple[list[Boundary] | None, str]:
     """The boundaries to read (None: the nnsight path) and what to record: ``"hooks"``, or why nnsight ran.
 
@@ -216,7 +217,7 @@ def choose(
     return found, "hooks"
 
 
-def model_inputs(model: Any, inputs: tuple, kwargs: dict | None = None) -> tuple[tuple, dict]:
+def model_inputs(model: StandardModel, inputs: tuple, kwargs: dict | None = None) -> tuple[tuple, dict]:
     """The ``(args, kwargs)`` a trace of one invoke ``inputs`` calls the model with: batched by the model, on its device."""
     kwargs = dict(kwargs or {})
     model._batch_size(*inputs, **kwargs)  # the checks a trace makes as each invoke is added
@@ -230,7 +231,7 @@ def model_inputs(model: Any, inputs: tuple, kwargs: dict | None = None) -> tuple
 
 
 def read(
-    model: Any,
+    model: StandardModel,
     boundaries: Sequence[Boundary],
     inputs: tuple,
     *,

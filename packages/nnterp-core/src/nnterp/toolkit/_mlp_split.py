@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..components.moe import Moe, no_shared_expert
 from ..errors import Unavailable
+from ..protocols import StandardModel
 from ._hooks import boundary
 
 #: the down projection's input units run through it at once when its matrix is read
@@ -43,7 +43,7 @@ class Readout:
         return (self.shape(vectors).to(self.rows.device) * self.factor.to(self.rows.device) * self.rows).sum(-1)
 
 
-def is_mixture(model: Any, index: int) -> bool:
+def is_mixture(model: StandardModel, index: int) -> bool:
     """Whether block ``index``'s MLP runs a mixture of experts."""
     mlp = model.layers[index].mlp
     return isinstance(mlp, Moe) and mlp.no_mixture() is None
@@ -79,7 +79,9 @@ class PostNorm:
 CONTRIBUTION = {"mlp": "mlp_output", "self_attn": "attention_output"}
 
 
-def post_norm(model: Any, index: int, sublayer: str, raw: Tensor, total: Tensor, what: str) -> PostNorm | None:
+def post_norm(
+    model: StandardModel, index: int, sublayer: str, raw: Tensor, total: Tensor, what: str
+) -> PostNorm | None:
     """What turns a sublayer's raw output ``raw`` into its contribution ``total``: None where it is ``raw`` itself, else the post norm, frozen.
 
     ``sublayer`` is ``"mlp"`` (``mlp_output``) or ``"self_attn"``
@@ -109,7 +111,9 @@ def post_norm(model: Any, index: int, sublayer: str, raw: Tensor, total: Tensor,
     return PostNorm(shape, factor, bias, label)
 
 
-def neuron_terms(model: Any, index: int, neurons: Tensor, total: Tensor, readout: Readout) -> tuple[Tensor, list[str]]:
+def neuron_terms(
+    model: StandardModel, index: int, neurons: Tensor, total: Tensor, readout: Readout
+) -> tuple[Tensor, list[str]]:
     """Block ``index``'s ``mlp_output`` per neuron: ``[neurons + 1 (+ 1), prompts, (seq)]`` logits and their labels.
 
     Neuron ``n``'s term is ``mlp_neurons[..., n]`` times the read of row ``n``
@@ -146,7 +150,9 @@ def neuron_terms(model: Any, index: int, neurons: Tensor, total: Tensor, readout
     return torch.cat(parts), labels
 
 
-def head_terms(model: Any, index: int, heads: Tensor, total: Tensor, readout: Readout) -> tuple[Tensor, list[str]]:
+def head_terms(
+    model: StandardModel, index: int, heads: Tensor, total: Tensor, readout: Readout
+) -> tuple[Tensor, list[str]]:
     """Block ``index``'s ``attention_output`` per head: ``[heads + 1 (+ 1), prompts, (seq)]`` logits and their labels.
 
     Head ``h``'s term is the read of its outputs through its slice of the
@@ -181,7 +187,13 @@ def head_terms(model: Any, index: int, heads: Tensor, total: Tensor, readout: Re
 
 
 def expert_terms(
-    model: Any, index: int, outputs: Tensor, indices: Tensor, shared: Tensor | None, total: Tensor, readout: Readout
+    model: StandardModel,
+    index: int,
+    outputs: Tensor,
+    indices: Tensor,
+    shared: Tensor | None,
+    total: Tensor,
+    readout: Readout,
 ) -> tuple[Tensor, list[str]]:
     """Block ``index``'s ``mlp_output`` per expert: ``[num_experts (+ 1) (+ 1), prompts, (seq)]`` logits and their labels.
 
@@ -207,5 +219,5 @@ def expert_terms(
     return torch.cat(parts), labels
 
 
-def has_shared_expert(model: Any, index: int) -> bool:
+def has_shared_expert(model: StandardModel, index: int) -> bool:
     return no_shared_expert(model.layers[index].mlp) is None

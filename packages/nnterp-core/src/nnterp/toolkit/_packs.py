@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..protocols import StandardModel
 from . import _arguments
 from ._arguments import Batch
 from .packing import Packing, plan
@@ -44,7 +45,9 @@ def scalar(value: Any) -> float:
     return float(value)
 
 
-def logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int, function: str) -> dict[str, Any]:
+def logits_to_keep(
+    model: StandardModel, logits_at: int | Sequence[int] | None, seq: int, function: str
+) -> dict[str, Any]:
     """The forward's keyword that computes the logits at ``logits_at`` alone (transformers' ``logits_to_keep``), or none.
 
     Checked before anything runs: the positions must be in range, in order
@@ -73,7 +76,7 @@ def logits_to_keep(model: Any, logits_at: int | Sequence[int] | None, seq: int, 
 
 
 def planned(
-    model: Any,
+    model: StandardModel,
     prompts: int,
     seq: int,
     *,
@@ -97,7 +100,7 @@ def planned(
 
 
 def run_metric(
-    model: Any,
+    model: StandardModel,
     prompts: dict[str, Tensor],
     metric: Metric,
     remote: bool | str,
@@ -116,7 +119,7 @@ def run_metric(
     return scalar(metrics[0]), saved
 
 
-def skippable(model: Any, layer: int) -> bool:
+def skippable(model: StandardModel, layer: int) -> bool:
     """Whether a pack editing at ``layer`` may skip the blocks before it, handing on the unedited run's stream instead.
 
     Those blocks compute exactly what the unedited run computed (no edit acts
@@ -135,7 +138,7 @@ def skippable(model: Any, layer: int) -> bool:
     return model.support(layer).get("layer_input") is None
 
 
-def enter(model: Any, layer: int, stream: Tensor | None, count: int) -> None:
+def enter(model: StandardModel, layer: int, stream: Tensor | None, count: int) -> None:
     """Inside a trace of ``count`` copies: skip the blocks before ``layer``, handing on ``stream`` (the unedited run's), where given."""
     if stream is not None:
         skip_layers(model, 0, layer - 1, with_=stream.repeat(count, *[1] * (stream.dim() - 1)))
@@ -148,7 +151,7 @@ def rows(batch: Batch, count: int) -> list[slice]:
 
 
 def run_pack(
-    model: Any,
+    model: StandardModel,
     batch: Batch,
     count: int,
     edit: Callable[[list[slice]], None],

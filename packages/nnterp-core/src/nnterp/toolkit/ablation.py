@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from ..errors import Unavailable
+from ..protocols import StandardModel
 from . import _arguments
 from ._packs import Metric, measure_packs, planned, run_metric, run_pack, skippable
 from .cache import cache_values
@@ -81,7 +82,7 @@ def _pairs(given: Any, *, function: str, argument: str) -> list[tuple[Any, Any]]
     return [tuple(item) for item in items]
 
 
-def _available(model: Any, layer: int, name: str) -> str | None:
+def _available(model: StandardModel, layer: int, name: str) -> str | None:
     """Why block ``layer`` has no standard value ``name`` (block-relative), or None."""
     support = model.support(layer)
     if name in support:
@@ -91,14 +92,14 @@ def _available(model: Any, layer: int, name: str) -> str | None:
     return getattr(host, "lacks", None) or f"block {layer} has no {name}"
 
 
-def _require(model: Any, layer: int, name: str) -> None:
+def _require(model: StandardModel, layer: int, name: str) -> None:
     reason = _available(model, layer, name)
     if reason is not None:
         owner, _, value = name.rpartition(".")
         raise Unavailable(getattr(model.layers[layer], owner) if owner else model.layers[layer], value, reason)
 
 
-def _width(model: Any, layer: int, kind: str) -> int:
+def _width(model: StandardModel, layer: int, kind: str) -> int:
     """How many columns block ``layer`` has for ``kind``: its heads, neurons or experts."""
     block = model.layers[layer]
     if kind == "head":
@@ -118,7 +119,7 @@ def _needs(kind: str, how: str) -> tuple[str, ...]:
 
 
 def _checked_sites(
-    model: Any, function: str, heads: Any, neurons: Any, attention: Any, mlp: Any, experts: Any, how: str
+    model: StandardModel, function: str, heads: Any, neurons: Any, attention: Any, mlp: Any, experts: Any, how: str
 ) -> list[Site]:
     """Every site named, checked against the model: layers and indices in range, the values available."""
     sites: list[Site] = []
@@ -203,7 +204,7 @@ class Ablation:
 
     def __init__(
         self,
-        model: Any,
+        model: StandardModel,
         *,
         heads: Any = None,
         neurons: Any = None,
@@ -402,7 +403,7 @@ class Ablation:
 # -- the sweep ----------------------------------------------------------------------------
 
 
-def _columns(model: Any, over: str, layer: int, indices: Any, group_size: int, function: str) -> list[Site]:
+def _columns(model: StandardModel, over: str, layer: int, indices: Any, group_size: int, function: str) -> list[Site]:
     """The sites ``ablation_sweep`` ablates one at a time at block ``layer``."""
     if over == "sublayers":
         return [Site(layer, "attention"), Site(layer, "mlp")]
@@ -427,7 +428,7 @@ def _label(site: Site) -> str:
     )
 
 
-def _sweep_layers(model: Any, over: str, layers: Any, how: str, function: str) -> list[int]:
+def _sweep_layers(model: StandardModel, over: str, layers: Any, how: str, function: str) -> list[int]:
     """The blocks to sweep: those given (each checked), or every block that has the values ``over`` ablates."""
     needs = (
         ("self_attn.attention_output", "mlp.mlp_output")
@@ -450,7 +451,7 @@ def _sweep_layers(model: Any, over: str, layers: Any, how: str, function: str) -
 
 
 def ablation_sweep(
-    model: Any,
+    model: StandardModel,
     prompts: Any,
     metric: Metric,
     over: str,

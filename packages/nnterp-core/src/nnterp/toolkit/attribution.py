@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ..errors import Unavailable
+from ..protocols import StandardModel
 from . import _arguments
 from .cache import CONTRIBUTIONS, ValueCache
 
@@ -179,7 +180,7 @@ def _frozen_norm(envoy: Any, stream: Tensor, where: str) -> tuple[Callable[[Tens
     return shape, factor, bias
 
 
-def _token_ids(model: Any, tokens: Any, shape: tuple[int, ...]) -> Tensor:
+def _token_ids(model: StandardModel, tokens: Any, shape: tuple[int, ...]) -> Tensor:
     """``tokens`` as ids broadcast to ``shape``: an id, a token string, or one per prompt (or per prompt and position)."""
     if isinstance(tokens, str):
         tokens = [tokens]
@@ -199,7 +200,7 @@ def _token_ids(model: Any, tokens: Any, shape: tuple[int, ...]) -> Tensor:
 
 @torch.no_grad()
 def direct_logit_attribution(
-    model: Any,
+    model: StandardModel,
     cache: ValueCache,
     tokens: int | str | Sequence[int] | Sequence[str] | Tensor,
     *,
@@ -358,7 +359,7 @@ def direct_logit_attribution(
     return Attribution((values * ratio).cpu(), [*labels, BIAS], logits.cpu())
 
 
-def _model_logits(model: Any, final: Tensor, logits: Tensor | None) -> tuple[Tensor, Tensor]:
+def _model_logits(model: StandardModel, final: Tensor, logits: Tensor | None) -> tuple[Tensor, Tensor]:
     """The model's logits for ``final`` (``logits`` when cached) and ``lm_head(norm(final))``, the first checked to be an increasing function of ``lm_head(norm(final))`` token by token.
 
     The ratio that carries the attributions from the unembedded logit to the

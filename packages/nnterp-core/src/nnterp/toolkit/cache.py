@@ -26,6 +26,7 @@ from ..components.layer import RESIDUAL_TERMS
 from ..components.standard import Standard
 from ..descriptors import declared_values, withdrawals
 from ..errors import InvalidArgument, Unavailable
+from ..protocols import StandardModel
 from . import _arguments
 from . import _hooks as hooks
 from .cache_size import DEFAULT_MAX_BYTES, CacheEstimate, estimated, readable
@@ -180,7 +181,7 @@ def orders_by_structure(block: Any, known: dict[tuple, list[str]]) -> list[str]:
     return order
 
 
-def _root_values(model: Any) -> tuple[list[str], list[str]]:
+def _root_values(model: StandardModel) -> tuple[list[str], list[str]]:
     """The model's root values, split into those served before its blocks run and those after (its output, ``logits``)."""
     before: list[str] = []
     after: list[str] = []
@@ -209,7 +210,11 @@ def _value_prefix(value: str) -> str | None:
 
 
 def expand_names(
-    model: Any, names: str | Sequence[str], *, skipped: dict[str, str] | None = None, fresh_calls: bool = False
+    model: StandardModel,
+    names: str | Sequence[str],
+    *,
+    skipped: dict[str, str] | None = None,
+    fresh_calls: bool = False,
 ) -> list[str]:
     """The requested names, ``*`` expanded over every layer and negative layers counted from the end, in forward order.
 
@@ -310,22 +315,22 @@ def expand_names(
     return sorted(ranked, key=ranked.__getitem__)
 
 
-def _block_terms(model: Any, index: int) -> tuple[str, ...]:
+def _block_terms(model: StandardModel, index: int) -> tuple[str, ...]:
     """Block ``index``'s terms, block-relative: its ``contributions()``, or the attention's and the MLP's where it has none."""
     contributions = getattr(model.layers[index], "contributions", None)
     return tuple(contributions()) if contributions is not None else ("self_attn.attention_output", "mlp.mlp_output")
 
 
-def _host(model: Any, name: str) -> tuple[Any, str]:
+def _host(model: StandardModel, name: str) -> tuple[Any, str]:
     """The envoy a standard name's value is read on, and the value's attribute name."""
     *path, value = name.split(".")
-    host = model
+    host: Any = model
     for segment in path:
         host = host[int(segment)] if segment.lstrip("-").isdigit() else getattr(host, segment)
     return host, value
 
 
-def last_block_needed(model: Any, requested: list[str]) -> int | None:
+def last_block_needed(model: StandardModel, requested: list[str]) -> int | None:
     """The last block ``requested`` (expanded names) need when none is read after the blocks: the forward can end there; else None."""
     after = _root_values(model)[1]
     layers = [_layer_of(name) for name in requested]
@@ -345,7 +350,7 @@ def _layer_of(name: str) -> int | None:
 
 @torch.no_grad()
 def cache_values(
-    model: Any,
+    model: StandardModel,
     prompts: Any,
     names: str | Sequence[str],
     *,
@@ -498,7 +503,7 @@ def cache_values(
 
 
 def estimate_cache(
-    model: Any, prompts: Any, names: str | Sequence[str], *, dtype: torch.dtype | None = None
+    model: StandardModel, prompts: Any, names: str | Sequence[str], *, dtype: torch.dtype | None = None
 ) -> CacheEstimate:
     """What ``cache_values(model, prompts, names, dtype=dtype)`` would hold, without running the model: a ``CacheEstimate``.
 
@@ -521,7 +526,9 @@ def estimate_cache(
     return _estimate(model, _planned(model, names), batch, dtype)
 
 
-def _estimate(model: Any, planned: _Plan, batch: _arguments.Batch, dtype: torch.dtype | None) -> CacheEstimate:
+def _estimate(
+    model: StandardModel, planned: _Plan, batch: _arguments.Batch, dtype: torch.dtype | None
+) -> CacheEstimate:
     found = estimated(model, planned.hosts, planned.requested, len(batch), batch.input_ids.shape[1], dtype)
     found.skipped.update(planned.skipped)
     return found
@@ -584,7 +591,7 @@ class BatchReader:
 
     def __init__(
         self,
-        model: Any,
+        model: StandardModel,
         hosts: list,
         requested: list[str],
         stop: int | None,
@@ -665,7 +672,7 @@ class _Plan:
 
     __slots__ = ("checks", "hosts", "located", "requested", "served_first", "skipped", "spellings", "stop", "terms")
 
-    def __init__(self, model: Any, names: list[str]) -> None:
+    def __init__(self, model: StandardModel, names: list[str]) -> None:
         standard = [name if wildcard(name) else standard_name(model, name) for name in names]
         self.spellings = _spellings(model, names)
         #: the values a wildcard stands for that this checkpoint lacks, each with its reason
@@ -691,7 +698,7 @@ class _Plan:
         return all(descriptor.reason(host) == reason for host, descriptor, reason in self.checks)
 
 
-def _asked_each_call(model: Any, hosts: list[tuple[Any, str]]) -> list[tuple[Any, Any, str | None]]:
+def _asked_each_call(model: StandardModel, hosts: list[tuple[Any, str]]) -> list[tuple[Any, Any, str | None]]:
     """The requested values, and every block's residual terms (``contributions()``), whose availability a function
     decides rather than a string: what a kept plan asks again."""
     pairs = [(host, getattr(type(host), value)) for host, value in hosts]
@@ -704,7 +711,7 @@ def _asked_each_call(model: Any, hosts: list[tuple[Any, str]]) -> list[tuple[Any
     ]
 
 
-def _planned(model: Any, names: list[str]) -> _Plan:
+def _planned(model: StandardModel, names: list[str]) -> _Plan:
     """``_Plan(model, names)``, kept on the model while its loaded modules and the proof's refutations are as they were.
 
     A plan that raised is not kept (the next call raises again). Calls that name TransformerLens hooks are
@@ -713,7 +720,7 @@ def _planned(model: Any, names: list[str]) -> _Plan:
     if any(hook_of(name) is not None for name in names):
         return _Plan(model, names)
     root, withdrawn = model._module, withdrawals()
-    memo = model.__dict__.get(_PLANS)
+    memo: tuple[int, Any, Any, dict[tuple[str, ...], _Plan]] | None = model.__dict__.get(_PLANS)
     # the model's id: an edited copy (model.edit()) starts from a copy of its __dict__, and its own root values
     # are read on it, not on the model it was copied from
     if (
@@ -732,7 +739,7 @@ def _planned(model: Any, names: list[str]) -> _Plan:
     return kept
 
 
-def _spellings(model: Any, names: list[str]) -> dict[str, tuple[str, Layout]]:
+def _spellings(model: StandardModel, names: list[str]) -> dict[str, tuple[str, Layout]]:
     """Each TransformerLens name among ``names``, one per layer (``blocks.*`` expanded, negative layers counted), with its standard name and layout."""
     spellings: dict[str, tuple[str, Layout]] = {}
     for name in names:
@@ -754,7 +761,7 @@ def _spellings(model: Any, names: list[str]) -> dict[str, tuple[str, Layout]]:
 
 
 def _read_batch(
-    model: Any,
+    model: StandardModel,
     batch: dict[str, Tensor],
     hosts: list[tuple[Any, str]],
     requested: list[str],

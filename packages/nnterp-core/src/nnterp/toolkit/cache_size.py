@@ -16,6 +16,7 @@ from typing import Any, cast
 import torch
 
 from .. import layouts
+from ..protocols import StandardModel
 
 __all__ = ["DEFAULT_MAX_BYTES", "CacheEstimate", "estimated", "readable"]
 
@@ -55,7 +56,12 @@ class CacheEstimate:
 
 
 def estimated(
-    model: Any, hosts: list[tuple[Any, str]], names: list[str], prompts: int, seq: int, dtype: torch.dtype | None
+    model: StandardModel,
+    hosts: list[tuple[Any, str]],
+    names: list[str],
+    prompts: int,
+    seq: int,
+    dtype: torch.dtype | None,
 ) -> CacheEstimate:
     """The estimate for the values ``names`` (read on ``hosts``) over ``prompts`` prompts padded to ``seq`` tokens."""
     floating = dtype if dtype is not None else getattr(model._module, "dtype", torch.float32)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from ..protocols import StandardModel
 from . import _arguments
 from . import _hooks as hooks
 from .cache import _host, expand_names
@@ -70,7 +71,7 @@ def _built(where: str, **fields: Any) -> Dictionary:
         raise ValueError(f"{where}: {error}") from None
 
 
-def _checked_on(dictionary: Dictionary, model: Any, function: str) -> Dictionary:
+def _checked_on(dictionary: Dictionary, model: StandardModel | None, function: str) -> Dictionary:
     """The dictionary, its sites checked on ``model`` where one is given (``Dictionary.sites``: widths, availability)."""
     if model is not None:
         dictionary.sites(model, function=function)
@@ -267,7 +268,7 @@ def load_gemma_scope(
     *,
     reads: str,
     writes: str | None = None,
-    model: Any = None,
+    model: StandardModel | None = None,
     device: str | torch.device = "cpu",
 ) -> Dictionary:
     """Load a Gemma Scope ``params.npz`` (the file, or the folder holding it): a JumpReLU SAE, or transcoder with ``writes``.
@@ -319,7 +320,7 @@ def load_gemma_scope(
 
 def load_sparsify(
     path: str | Path,
-    model: Any = None,
+    model: StandardModel | None = None,
     *,
     hookpoint: str | None = None,
     reads: str | None = None,
@@ -414,7 +415,7 @@ def load_sparsify(
     return _checked_on(dictionary, model, "Dictionary.from_sparsify")
 
 
-def sparsify_sites(model: Any, hookpoint: str, *, transcoder: bool = False) -> tuple[str, str | None]:
+def sparsify_sites(model: StandardModel, hookpoint: str, *, transcoder: bool = False) -> tuple[str, str | None]:
     """The standard values at a sparsify hookpoint on ``model``: ``(reads, writes)``, ``writes`` None for an SAE.
 
     A hookpoint is a module of the HuggingFace base model (``"layers.6"``,
@@ -454,7 +455,7 @@ def sparsify_sites(model: Any, hookpoint: str, *, transcoder: bool = False) -> t
     return (inputs[-1], outputs[0]) if transcoder else (outputs[0], None)
 
 
-def _located(model: Any) -> list[tuple[str, hooks.Boundary]]:
+def _located(model: StandardModel) -> list[tuple[str, hooks.Boundary]]:
     """Every value this checkpoint serves that is read at a module boundary as it is, in forward order, with the boundary."""
     found = []
     for name in expand_names(model, "*"):

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from ..errors import InvalidArgument
 from ..layouts import BATCH, SEQ
+from ..protocols import StandardModel
 from . import _arguments
 from .cache import BatchReader, _check_dtype, _check_engine, _host, _layer_of, _root_values, expand_names
 
@@ -165,7 +166,7 @@ def _digest(hasher: Any, text: str | list[int]) -> None:
     hasher.update(data)
 
 
-def _tokenized(model: Any, chunk: list[str | list[int]], max_length: int | None) -> list[list[int]]:
+def _tokenized(model: StandardModel, chunk: list[str | list[int]], max_length: int | None) -> list[list[int]]:
     """Each document's token ids: strings tokenized (with the tokenizer's special tokens), ids as given; cut to ``max_length``."""
     strings = [text for text in chunk if isinstance(text, str)]
     encoded = iter(
@@ -179,7 +180,7 @@ def _tokenized(model: Any, chunk: list[str | list[int]], max_length: int | None)
 # -- which values --------------------------------------------------------------------
 
 
-def _token_axes(model: Any, requested: list[str]) -> list[int]:
+def _token_axes(model: StandardModel, requested: list[str]) -> list[int]:
     """Each value's token axis (``seq``), checked: a value without one has no row per token."""
     axes = []
     for name in requested:
@@ -196,7 +197,7 @@ def _token_axes(model: Any, requested: list[str]) -> list[int]:
     return axes
 
 
-def _stop_layer(model: Any, requested: list[str]) -> int | None:
+def _stop_layer(model: StandardModel, requested: list[str]) -> int | None:
     """The last block the values need when none is read after the blocks (``logits``): the forward can end there."""
     after = _root_values(model)[1]
     layers = [_layer_of(name) for name in requested]
@@ -406,7 +407,7 @@ def _skipped(directory: Path, manifest: dict, stream: Iterator, texts: Any, batc
 
 @torch.no_grad()
 def extract_values(
-    model: Any,
+    model: StandardModel,
     texts: Iterable[str] | Iterable[Mapping[str, Any]] | str,
     values: str | Sequence[str],
     directory: str | os.PathLike,

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 
 from .._gradients import track
 from ..errors import Unavailable
+from ..protocols import StandardModel
 from . import _arguments
 from ._packs import scalar as _scalar
 from .names import standard_name
@@ -50,7 +51,7 @@ SITES = {
 HEADS = SITES["heads"]
 
 
-def _site(model: Any, name: str, given: Any) -> str:
+def _site(model: StandardModel, name: str, given: Any) -> str:
     """The standard value a ``values=`` entry names: a short name of ``SITES``, the dotted block value itself, or its
     TransformerLens hook (``"hook_resid_pre"``, ``"attn.hook_z"``)."""
     if name in SITES:
@@ -80,7 +81,7 @@ def _differentiable(value: Any) -> Tensor:
 
 
 def _gradients(
-    model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str
+    model: StandardModel, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str
 ) -> tuple[float, list[Tensor], list[Tensor]]:
     """One trace with its backward: the metric, and ``site``'s value and gradient on each of ``layers``."""
     where, _, name = site.rpartition(".")
@@ -112,7 +113,7 @@ def _gradients(
 
 
 def _read(
-    model: Any, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str
+    model: StandardModel, prompts: dict[str, Tensor], metric: Metric, site: str, layers: list[int], remote: bool | str
 ) -> tuple[float, list[Tensor]]:
     where, _, name = site.rpartition(".")
     values: list = []
@@ -125,7 +126,7 @@ def _read(
 
 
 def attribution_patching(
-    model: Any,
+    model: StandardModel,
     clean: str | Sequence[str],
     corrupted: str | Sequence[str],
     metric: Metric,
@@ -240,7 +241,7 @@ class IntegratedGradients:
         return self.error / gap if gap else float("inf")
 
 
-def _split(model: Any, value: str) -> tuple[int, str]:
+def _split(model: StandardModel, value: str) -> tuple[int, str]:
     """``"layers.3.layer_output"`` as ``(3, "layer_output")``, the index checked against the model's blocks."""
     function = "integrated_gradients"
     parts = value.split(".") if isinstance(value, str) else []
@@ -258,7 +259,7 @@ def _split(model: Any, value: str) -> tuple[int, str]:
 
 
 def integrated_gradients(
-    model: Any,
+    model: StandardModel,
     prompts: str | Sequence[str],
     metric: Metric,
     value: str,

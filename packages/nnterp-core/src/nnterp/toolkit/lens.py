@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..protocols import StandardModel
 from . import _arguments
 from . import _hooks as hooks
 
@@ -61,7 +62,7 @@ def _output(output: Any, function: str) -> str:
 
 @torch.no_grad()
 def logit_lens(
-    model: Any,
+    model: StandardModel,
     prompts: Any,
     *,
     output: str = "probs",
@@ -130,7 +131,7 @@ def logit_lens(
 
 
 def _lens(
-    model: Any,
+    model: StandardModel,
     prompts: Any,
     function: str,
     *,
@@ -188,7 +189,7 @@ def _lens(
     return (lens, torch.stack(inverse_rows, dim=1)) if inverse else lens
 
 
-def _plain_projection(model: Any) -> bool:
+def _plain_projection(model: StandardModel) -> bool:
     """Whether the family's ``project_on_vocab`` is one of ``nnterp.logits``' module computations, which run the same outside a trace."""
     from .. import logits
 
@@ -204,7 +205,7 @@ def _plain_projection(model: Any) -> bool:
 
 
 def _streams_on_hooks(
-    model: Any, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool = False
+    model: StandardModel, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool = False
 ) -> list[Tensor] | None:
     """Every block's ``layer_output`` (after block 0's ``layer_input`` with ``embeddings``) off forward hooks, or None where the lens must trace (``engine`` allowing)."""
     hosts = [(model.layers[0], "layer_input")] if embeddings else []
@@ -223,7 +224,9 @@ def _streams_on_hooks(
 
 
 @torch.no_grad()
-def _streams(model: Any, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool) -> list[Tensor]:
+def _streams(
+    model: StandardModel, batch: _arguments.Batch, engine: str, remote: bool | str, embeddings: bool
+) -> list[Tensor]:
     """The streams the lens projects, detached where the model runs: block 0's ``layer_input`` (with ``embeddings``), then every ``layer_output``."""
     with _arguments.left_padding(model):
         streams = _streams_on_hooks(model, batch, engine, remote, embeddings)
@@ -241,7 +244,7 @@ def _streams(model: Any, batch: _arguments.Batch, engine: str, remote: bool | st
 
 @torch.no_grad()
 def next_token_probs(
-    model: Any,
+    model: StandardModel,
     prompts: Any,
     *,
     edit: Callable[[Any], Any] | None = None,
@@ -257,14 +260,14 @@ def next_token_probs(
     return _next_token_probs(model, _batch(model, prompts, "next_token_probs"), edit, remote)
 
 
-def _batch(model: Any, prompts: Any, function: str, argument: str = "prompts") -> _arguments.Batch:
+def _batch(model: StandardModel, prompts: Any, function: str, argument: str = "prompts") -> _arguments.Batch:
     """The call's prompts as a left-padded ``Batch``, once it is known not to run inside a trace."""
     _arguments.outside_trace(function)
     return _arguments.prompts(model, prompts, function=function, argument=argument)
 
 
 def _next_token_probs(
-    model: Any, batch: _arguments.Batch, edit: Callable[[Any], Any] | None, remote: bool | str
+    model: StandardModel, batch: _arguments.Batch, edit: Callable[[Any], Any] | None, remote: bool | str
 ) -> Tensor:
     out: list[Tensor] = []
     with _arguments.left_padding(model), model.trace(batch.inputs, remote=remote):
@@ -302,7 +305,7 @@ def _from_end(sources: _arguments.Batch, positions: Any, function: str) -> Tenso
 
 @torch.no_grad()
 def _source_states(
-    model: Any, sources: _arguments.Batch, from_end: Tensor, layers: list[int], remote: bool | str
+    model: StandardModel, sources: _arguments.Batch, from_end: Tensor, layers: list[int], remote: bool | str
 ) -> Tensor:
     """``layer_output`` of each source prompt at its position, ``[num_sources, len(layers), hidden_size]``."""
     rows = torch.arange(len(sources))
@@ -315,7 +318,7 @@ def _source_states(
 
 
 def _patchscope(
-    model: Any,
+    model: StandardModel,
     function: str,
     source_prompts: Any,
     target_prompt: Any,
@@ -346,7 +349,7 @@ def _patchscope(
 
 @torch.no_grad()
 def patchscope_lens(
-    model: Any,
+    model: StandardModel,
     source_prompts: Any,
     target_prompt: Any,
     *,
@@ -385,7 +388,7 @@ def patchscope_lens(
 
 @torch.no_grad()
 def patchscope_generate(
-    model: Any,
+    model: StandardModel,
     source_prompts: Any,
     target_prompt: Any,
     *,
@@ -431,7 +434,7 @@ def patchscope_generate(
 
 
 @torch.no_grad()
-def topk_closest_tokens(model: Any, vector: Tensor, k: int = 5, *, using: str = "unembedding") -> Any:
+def topk_closest_tokens(model: StandardModel, vector: Tensor, k: int = 5, *, using: str = "unembedding") -> Any:
     """The ``k`` tokens whose unembedding (or embedding) rows are closest in cosine similarity to ``vector``.
 
     ``vector`` is ``[..., hidden_size]``; returns ``torch.topk``'s
@@ -530,7 +533,7 @@ class Prompt:
 
 @torch.no_grad()
 def run_prompts(
-    model: Any,
+    model: StandardModel,
     prompts: Sequence[Prompt],
     *,
     edit: Callable[[Any], Any] | None = None,

@@ -25,6 +25,7 @@ from typing import Any
 from torch import Tensor
 
 from ..errors import Unavailable
+from ..protocols import StandardModel
 
 # -- layouts -------------------------------------------------------------------------
 
@@ -60,11 +61,11 @@ class Condition:
     holds: Callable[[Any, int], bool]
 
 
-def _config(model: Any) -> Any:
+def _config(model: StandardModel) -> Any:
     return model.text_config
 
 
-def _rotary(model: Any, layer: int) -> bool:
+def _rotary(model: StandardModel, layer: int) -> bool:
     config = _config(model)
     return any(
         getattr(config, name, None)
@@ -72,7 +73,7 @@ def _rotary(model: Any, layer: int) -> bool:
     )
 
 
-def _parallel(model: Any, layer: int) -> bool:
+def _parallel(model: StandardModel, layer: int) -> bool:
     from ..reasons import PARALLEL
 
     block = model.layers[layer]
@@ -97,7 +98,7 @@ SOFTCAPPED = Condition(
 PARALLEL_BLOCK = Condition("on a parallel block (the attention and the MLP read the same stream)", _parallel)
 
 
-def _multi_stream(model: Any, layer: int) -> bool:
+def _multi_stream(model: StandardModel, layer: int) -> bool:
     from ..layouts import STREAMS
 
     value = type(model.layers[layer]).values().get("layer_output")
@@ -167,7 +168,7 @@ class Hook:
         """The hook's full name pattern: ``blocks.{i}.attn.hook_q``, ``hook_embed``."""
         return f"blocks.{{i}}.{self.name}" if self.in_block else self.name
 
-    def on(self, model: Any, layer: int = 0) -> tuple[str | None, str, str | None]:
+    def on(self, model: StandardModel, layer: int = 0) -> tuple[str | None, str, str | None]:
         """``(standard, why, nearest)`` on ``model``'s block ``layer``: the first ``unless`` that holds, else the row's own."""
         for case in self.unless:
             if case.when.holds(model, layer):
@@ -465,7 +466,7 @@ class UnknownName(KeyError):
 # -- translating ---------------------------------------------------------------------------
 
 
-def standard_name(model: Any, name: str) -> str:
+def standard_name(model: StandardModel, name: str) -> str:
     """The standard spelling of ``name``: a TransformerLens hook name translated, a standard name passed through.
 
     ``"blocks.3.hook_resid_pre"`` -> ``"layers.3.layer_input"``, ``"blocks.*.attn.hook_z"``
@@ -493,7 +494,7 @@ def standard_name(model: Any, name: str) -> str:
     raise UnknownName(_unknown_message(model, name))
 
 
-def transformer_lens_name(model: Any, name: str) -> str:
+def transformer_lens_name(model: StandardModel, name: str) -> str:
     """The TransformerLens hook whose tensor is the standard value ``name`` on this model: the reverse of ``standard_name``.
 
     ``"layers.3.self_attn.attention_head_outputs"`` -> ``"blocks.3.attn.hook_z"``;
@@ -538,7 +539,7 @@ def hook_of(name: str) -> Hook | None:
     return _BY_NAME.get(name)
 
 
-def _translate(model: Any, hook: Hook, name: str, layers: list[int], prefix: str) -> str:
+def _translate(model: StandardModel, hook: Hook, name: str, layers: list[int], prefix: str) -> str:
     found = {hook.on(model, layer) for layer in layers}
     if len(found) > 1:
         raise ValueError(
@@ -551,7 +552,7 @@ def _translate(model: Any, hook: Hook, name: str, layers: list[int], prefix: str
     return prefix + standard if hook.in_block else standard
 
 
-def _layers(model: Any, where: str, name: str) -> list[int]:
+def _layers(model: StandardModel, where: str, name: str) -> list[int]:
     if where == "*":
         return list(range(model.num_layers))
     index = int(where)
@@ -560,14 +561,14 @@ def _layers(model: Any, where: str, name: str) -> list[int]:
     return [index % model.num_layers]
 
 
-def _root_names(model: Any) -> list[str]:
+def _root_names(model: StandardModel) -> list[str]:
     from .cache import _root_values
 
     before, after = _root_values(model)
     return before + after
 
 
-def _block_values(model: Any, layers: Iterable[int]) -> set[str]:
+def _block_values(model: StandardModel, layers: Iterable[int]) -> set[str]:
     from .cache import CONTRIBUTIONS, orders_by_structure
 
     values: set[str] = {CONTRIBUTIONS}  # the group of a block's terms, which expand_names expands
@@ -577,7 +578,7 @@ def _block_values(model: Any, layers: Iterable[int]) -> set[str]:
     return values
 
 
-def _is_standard(model: Any, name: str) -> bool:
+def _is_standard(model: StandardModel, name: str) -> bool:
     if name in _root_names(model):
         return True
     match = _BLOCK_NAME.match(name)
@@ -589,7 +590,7 @@ def _is_standard(model: Any, name: str) -> bool:
     return name in _block_values(model, range(model.num_layers))
 
 
-def _unknown_message(model: Any, name: str) -> str:
+def _unknown_message(model: StandardModel, name: str) -> str:
     match = _BLOCK_NAME.match(name)
     where = match.group(2) if match is not None else None
     hooks = [hook.spelled.replace("{i}", where) if hook.in_block and where else hook.name for hook in HOOKS]

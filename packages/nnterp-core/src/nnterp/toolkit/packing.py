@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from ..protocols import StandardModel
+
 #: the default budget on a CPU, in bytes: a forward's activations, not the weights
 CPU_BUDGET = 2 * 2**30
 
@@ -43,7 +45,7 @@ def _config_size(config: Any, *names: str) -> int | None:
 
 
 def estimate_row_bytes(
-    model: Any, seq: int, dtype: torch.dtype | None = None, logit_positions: int | None = None
+    model: StandardModel, seq: int, dtype: torch.dtype | None = None, logit_positions: int | None = None
 ) -> int:
     """An upper estimate of what one prompt of ``seq`` tokens holds at once in a forward without gradients, in bytes.
 
@@ -69,7 +71,7 @@ def estimate_row_bytes(
     return int((per_token * seq + logits) * itemsize)
 
 
-def default_budget(model: Any) -> int:
+def default_budget(model: StandardModel) -> int:
     """Bytes a sweep's forward may take: half the accelerator's free memory where the model is on one, else 2 GiB."""
     device = model.device
     if device.type == "cuda":
@@ -107,7 +109,7 @@ class Packing:
 
 
 def plan(
-    model: Any,
+    model: StandardModel,
     prompts: int,
     seq: int,
     *,

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..protocols import StandardModel
 from . import _arguments
 from ._arguments import Batch
 from ._packs import Metric, measure_packs, planned, run_metric, run_pack, skippable
@@ -114,7 +115,7 @@ class Sweep:
 # -- prompts -----------------------------------------------------------------------
 
 
-def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tuple[Batch, Batch, list[str]]:
+def _check_prompts(model: StandardModel, clean: Any, corrupted: Any, function: str) -> tuple[Batch, Batch, list[str]]:
     """Both sides as left-padded batches checked to pair up token for token, and the position labels (the clean first prompt's tokens, padded)."""
     _arguments.outside_trace(function)
     clean = _arguments.prompts(model, clean, function=function, argument="clean")
@@ -146,7 +147,7 @@ def _check_prompts(model: Any, clean: Any, corrupted: Any, function: str) -> tup
 # -- the sweep ---------------------------------------------------------------------
 
 
-def _owner(model: Any, layer: int, where: str) -> Any:
+def _owner(model: StandardModel, layer: int, where: str) -> Any:
     envoy = model.layers[layer]
     for part in filter(None, where.split(".")):
         envoy = getattr(envoy, part)
@@ -154,7 +155,7 @@ def _owner(model: Any, layer: int, where: str) -> Any:
 
 
 def _sweep(
-    model: Any,
+    model: StandardModel,
     clean: Any,
     corrupted: Any,
     metric: Metric,
@@ -260,7 +261,7 @@ def _sweep(
     return Sweep(values, ("layer", *axes), labels, metric_clean, metric_corrupted, site, forwards=forwards)
 
 
-def _heads(model: Any, heads: Iterable[int] | None, layer: int, function: str) -> list[int]:
+def _heads(model: StandardModel, heads: Iterable[int] | None, layer: int, function: str) -> list[int]:
     """``heads`` checked against block ``layer``'s attention heads (all where None)."""
     return _arguments.indices(
         heads, model.layers[layer].self_attn.num_heads, function=function, argument="heads", what="attention heads"
@@ -284,7 +285,7 @@ def _position_sweep(
 
 
 def patch_residual(
-    model: Any,
+    model: StandardModel,
     clean: str | Sequence[str],
     corrupted: str | Sequence[str],
     metric: Metric,
@@ -361,7 +362,7 @@ def patch_residual(
 
 
 def patch_attention_output(
-    model: Any,
+    model: StandardModel,
     clean: str | Sequence[str],
     corrupted: str | Sequence[str],
     metric: Metric,
@@ -398,7 +399,7 @@ def patch_attention_output(
 
 
 def patch_mlp_output(
-    model: Any,
+    model: StandardModel,
     clean: str | Sequence[str],
     corrupted: str | Sequence[str],
     metric: Metric,
@@ -435,7 +436,7 @@ def patch_mlp_output(
 
 
 def patch_heads(
-    model: Any,
+    model: StandardModel,
     clean: str | Sequence[str],
     corrupted: str | Sequence[str],
     metric: Metric,
@@ -472,7 +473,7 @@ def patch_heads(
 
 
 def patch_heads_by_position(
-    model: Any,
+    model: StandardModel,
     clean: str | Sequence[str],
     corrupted: str | Sequence[str],
     metric: Metric,

@@ -37,6 +37,7 @@ import nnsight
 import torch
 from torch import Tensor
 
+from ..protocols import StandardModel
 from . import _arguments
 from ._arguments import Batch
 from ._packs import Metric, enter, measure_packs, planned, repeated, rows, run_metric, run_pack, skippable
@@ -77,15 +78,15 @@ class _Receiver:
     def order(self) -> tuple[int, int]:
         return self.layer, INPUTS[self.input][2]
 
-    def host(self, model: Any) -> Any:
+    def host(self, model: StandardModel) -> Any:
         envoy = model.layers[self.layer]
         where = INPUTS[self.input][0]
         return getattr(envoy, where) if where else envoy
 
-    def read(self, model: Any) -> Tensor:
+    def read(self, model: StandardModel) -> Tensor:
         return getattr(self.host(model), INPUTS[self.input][1])
 
-    def write(self, model: Any, recorded: Tensor, positions: list[int] | None) -> None:
+    def write(self, model: StandardModel, recorded: Tensor, positions: list[int] | None) -> None:
         """The input replaced by ``recorded`` at this receiver's heads and ``positions`` (all where None)."""
         host, name = self.host(model), INPUTS[self.input][1]
         if self.heads is None and positions is None:
@@ -109,7 +110,7 @@ class _Receiver:
         return f"layers.{self.layer}.{INPUTS[self.input][0] + '.' if INPUTS[self.input][0] else ''}{name}{heads}"
 
 
-def _receivers(model: Any, given: Any, function: str) -> list[_Receiver]:
+def _receivers(model: StandardModel, given: Any, function: str) -> list[_Receiver]:
     """``given`` as receivers in forward order, each checked against the model (blocks, heads, a parallel block's shared input)."""
     one = isinstance(given, str) or (
         isinstance(given, tuple) and bool(given) and not isinstance(given[0], (tuple, str))
@@ -164,14 +165,14 @@ def _receivers(model: Any, given: Any, function: str) -> list[_Receiver]:
     return sorted(dict.fromkeys(out), key=lambda receiver: receiver.order)
 
 
-def _keep_last(model: Any) -> dict[str, Any]:
+def _keep_last(model: StandardModel) -> dict[str, Any]:
     """The forward's keyword that computes the last position's logits alone, where it takes one (the recording run reads none)."""
     forward: Any = getattr(model._module, "forward", None)  # an nn.Module's: never None
     return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(forward).parameters else {}
 
 
 def patch_paths(
-    model: Any,
+    model: StandardModel,
     clean: str | Sequence[str],
     corrupted: str | Sequence[str],
     metric: Metric,
@@ -347,7 +348,7 @@ def patch_paths(
 class _Pack:
     """One pack of senders of block ``layer``: the corrupted prompts once per sender, run twice (record, then measure)."""
 
-    model: Any
+    model: StandardModel
     corrupted: Batch
     layer: int
     senders: list[int]

@@ -25,6 +25,7 @@ import nnsight
 import torch
 from torch import Tensor
 
+from ..protocols import StandardModel
 from . import _arguments
 
 __all__ = ["generate_steered", "skip_layers", "steer"]
@@ -56,7 +57,7 @@ def _where(hidden: Tensor, batch_index: Index, token_positions: Index, function:
 
 
 def steer(
-    model: Any,
+    model: StandardModel,
     layers: int | Sequence[int],
     vector: Tensor,
     factor: float = 1.0,
@@ -94,7 +95,7 @@ def steer(
         )
 
 
-def skip_layers(model: Any, start: int, end: int, with_: Tensor | None = None) -> None:
+def skip_layers(model: StandardModel, start: int, end: int, with_: Tensor | None = None) -> None:
     """Skip blocks ``start`` to ``end`` (inclusive): none of them runs; call it inside a trace.
 
     Negative indices count from the end; ``end`` must not come before
@@ -124,7 +125,7 @@ def skip_layers(model: Any, start: int, end: int, with_: Tensor | None = None) -
 
 
 def generate_steered(
-    model: Any,
+    model: StandardModel,
     prompts: Any,
     layers: int | Sequence[int],
     vector: Tensor,

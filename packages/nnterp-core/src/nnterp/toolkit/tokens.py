@@ -23,6 +23,7 @@ from typing import Any
 
 from torch import Tensor
 
+from ..protocols import StandardModel
 from . import _arguments
 
 __all__ = ["str_tokens", "token_bytes", "token_labels"]
@@ -148,7 +149,7 @@ def token_labels(tokenizer: Any, ids: Any) -> list[str]:
     return labels
 
 
-def str_tokens(model: Any, prompts: Any) -> list[str] | list[list[str]]:
+def str_tokens(model: StandardModel, prompts: Any) -> list[str] | list[list[str]]:
     """The prompt's tokens as strings, one per token, as the toolkit's functions tokenize it (TransformerLens's ``to_str_tokens``).
 
     ``prompts`` is a string or token ids (``[seq]``, a list of ints) for one

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..protocols import StandardModel
 from . import _arguments
 from .lens import Positions, _lens, _streams
 
@@ -40,7 +41,7 @@ WEIGHTS = "params.safetensors"
 FORMAT = "nnterp.tuned_lens"
 
 
-def _model_name(model: Any) -> str:
+def _model_name(model: StandardModel) -> str:
     return str(getattr(model.config, "_name_or_path", "") or getattr(model, "repo_id", ""))
 
 
@@ -69,7 +70,7 @@ class TunedLens:
     # -- building --------------------------------------------------------------------
 
     @classmethod
-    def identity(cls, model: Any) -> TunedLens:
+    def identity(cls, model: StandardModel) -> TunedLens:
         """The untrained lens of ``model``: every translator the identity, so `tuned_lens` is `logit_lens` exactly."""
         rows, hidden = model.num_layers + 1, model.hidden_size
         return cls(
@@ -84,7 +85,7 @@ class TunedLens:
     @classmethod
     def train(
         cls,
-        model: Any,
+        model: StandardModel,
         texts: Any,
         *,
         steps: int = 250,
@@ -179,7 +180,7 @@ class TunedLens:
             return hidden
         return _translate(hidden, self.weight[row], self.bias[row])
 
-    def check(self, model: Any, function: str, argument: str = "lens") -> None:
+    def check(self, model: StandardModel, function: str, argument: str = "lens") -> None:
         """Refuse ``model`` where it is not the one this lens was trained on (another name or class, or other sizes)."""
         sizes = (model.hidden_size, model.num_layers)
         if sizes != (self.hidden_size, self.num_layers):
@@ -222,7 +223,7 @@ class TunedLens:
         return directory
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, model: Any, *, strict: bool = True) -> TunedLens:
+    def load(cls, directory: str | os.PathLike, model: StandardModel, *, strict: bool = True) -> TunedLens:
         """A lens `save` wrote, checked against ``model``: its sizes always, its name and class unless ``strict=False``."""
         from safetensors.torch import load_file
 
@@ -272,7 +273,7 @@ def _translate(hidden: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     return hidden + (hidden @ weight.T + bias)
 
 
-def _cut(model: Any, batch: _arguments.Batch, max_length: int, function: str) -> _arguments.Batch:
+def _cut(model: StandardModel, batch: _arguments.Batch, max_length: int, function: str) -> _arguments.Batch:
     """``batch`` with each prompt cut to its first ``max_length`` tokens (left-padded again)."""
     rows = [ids[mask.bool()][:max_length].tolist() for ids, mask in zip(batch.input_ids, batch.attention_mask)]
     return _arguments.prompts(model, rows, function=function, argument="texts")
@@ -280,7 +281,7 @@ def _cut(model: Any, batch: _arguments.Batch, max_length: int, function: str) ->
 
 @torch.no_grad()
 def tuned_lens(
-    model: Any,
+    model: StandardModel,
     prompts: Any,
     lens: TunedLens,
     *,

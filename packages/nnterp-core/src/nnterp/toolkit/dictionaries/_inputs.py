@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from ...errors import InvalidArgument
+from ...protocols import StandardModel
 from .. import _arguments
 from .._arguments import Batch
 
@@ -20,7 +21,7 @@ Prompts = str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]] | Tensor
 Index = int | Sequence[int] | slice | Tensor | None
 
 
-def as_batch(model: Any, prompts: Prompts, function: str) -> Batch:
+def as_batch(model: StandardModel, prompts: Prompts, function: str) -> Batch:
     """The prompts as one left-padded ``Batch`` (strings or token ids; ``_arguments.prompts``), after the call's own checks."""
     return _arguments.prompts(model, prompts, function=function)
 

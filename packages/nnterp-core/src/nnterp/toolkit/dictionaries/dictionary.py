@@ -14,6 +14,7 @@ from typing import Any, cast
 import torch
 from torch import Tensor
 
+from ...protocols import StandardModel
 from ..cache import expand_names
 from .sites import check_site, standard_site
 
@@ -294,7 +295,7 @@ class Dictionary:
         *,
         reads: str,
         writes: str | None = None,
-        model: Any = None,
+        model: StandardModel | None = None,
         device: str | torch.device = "cpu",
     ) -> Dictionary:
         """Load a Gemma Scope ``params.npz`` (a JumpReLU SAE, or transcoder with ``writes``) at ``reads``: ``dictionary_formats.load_gemma_scope``."""
@@ -306,7 +307,7 @@ class Dictionary:
     def from_sparsify(
         cls,
         path: str | Path,
-        model: Any = None,
+        model: StandardModel | None = None,
         *,
         hookpoint: str | None = None,
         reads: str | None = None,
@@ -330,7 +331,7 @@ class Dictionary:
 
     # -- on a model ----------------------------------------------------------------
 
-    def sites(self, model: Any, *, function: str = "Dictionary.sites") -> tuple[str, str]:
+    def sites(self, model: StandardModel, *, function: str = "Dictionary.sites") -> tuple[str, str]:
         """The standard names this dictionary reads and writes on ``model``, checked before anything runs.
 
         TransformerLens names resolve through ``nnterp.toolkit.names``. Raises

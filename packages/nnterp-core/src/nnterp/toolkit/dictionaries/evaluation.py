@@ -13,6 +13,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ...errors import InvalidArgument
+from ...protocols import StandardModel
 from .. import _arguments
 from ..cache import _host
 from . import _inputs
@@ -75,7 +76,7 @@ def _next_token_loss(logits: Tensor, batch: dict[str, Tensor]) -> Tensor:
 
 @torch.no_grad()
 def evaluate_dictionary(
-    model: Any,
+    model: StandardModel,
     dictionary: Dictionary,
     prompts: Prompts,
     *,
@@ -151,7 +152,9 @@ def evaluate_dictionary(
     )
 
 
-def _loss_with(model: Any, batch: dict[str, Tensor], remote: bool | str, intervene: Callable[[], Any]) -> Tensor:
+def _loss_with(
+    model: StandardModel, batch: dict[str, Tensor], remote: bool | str, intervene: Callable[[], Any]
+) -> Tensor:
     """The summed next-token loss and the prediction count of one trace of ``batch`` under ``intervene()``."""
     out: list[Tensor] = []
     with _arguments.left_padding(model), model.trace(batch, remote=remote):
@@ -161,7 +164,7 @@ def _loss_with(model: Any, batch: dict[str, Tensor], remote: bool | str, interve
     return out[0]
 
 
-def _ablate(model: Any, site: str, mean: Tensor | None) -> None:
+def _ablate(model: StandardModel, site: str, mean: Tensor | None) -> None:
     """Write zeros (or ``mean`` at every position) in place of ``site``; inside a trace."""
     host, name = _host(model, site)
     value = getattr(host, name)

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ... import layouts
 from ...descriptors import declared_values
 from ...errors import InvalidArgument
+from ...protocols import StandardModel
 from ..cache import _host, expand_names
 
 if TYPE_CHECKING:
     from .dictionary import Dictionary
 
 
-def standard_site(model: Any, name: str) -> str:
+def standard_site(model: StandardModel, name: str) -> str:
     """A site as one standard name: standard names as they are, TransformerLens names through ``names.standard_name``."""
     root = name.split(".", 1)[0]
     if root != "layers" and name not in declared_values(type(model)):
@@ -31,7 +32,7 @@ def standard_site(model: Any, name: str) -> str:
     return expanded[0]
 
 
-def check_site(model: Any, dictionary: Dictionary, site: str, axis: str, role: str, function: str) -> None:
+def check_site(model: StandardModel, dictionary: Dictionary, site: str, axis: str, role: str, function: str) -> None:
     """The value at ``site`` is ``[batch, seq, width]``, ``width`` the dictionary's ``axis`` (``d_in``, ``d_out``)."""
     host, value = _host(model, site)
     layout = getattr(type(host), value).layout

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from ...errors import InvalidArgument
+from ...protocols import StandardModel
 from .. import _arguments
 from .._arguments import Batch
 from ..cache import _host
@@ -20,7 +21,7 @@ from .dictionary import Dictionary
 
 
 def splice(
-    model: Any,
+    model: StandardModel,
     dictionary: Dictionary,
     *,
     edit: Callable[[Tensor], Tensor | None] | None = None,
@@ -79,7 +80,7 @@ def _described(value: Any) -> str:
 
 @torch.no_grad()
 def run_with_dictionary(
-    model: Any,
+    model: StandardModel,
     dictionary: Dictionary,
     prompts: Prompts,
     *,
@@ -101,7 +102,7 @@ def run_with_dictionary(
 
 
 def _spliced(
-    model: Any, dictionary: Dictionary, batch: Batch, edit: Any, keep_error: bool, remote: bool | str
+    model: StandardModel, dictionary: Dictionary, batch: Batch, edit: Any, keep_error: bool, remote: bool | str
 ) -> Tensor:
     """The logits of one trace of ``batch`` with the dictionary spliced in (``splice``'s ``edit`` and ``keep_error``)."""
     out: list[Tensor] = []
@@ -113,7 +114,7 @@ def _spliced(
 
 
 def ablate_features(
-    model: Any,
+    model: StandardModel,
     dictionary: Dictionary,
     prompts: Prompts,
     features: int | Sequence[int],
@@ -132,7 +133,7 @@ def ablate_features(
 
 
 def set_features(
-    model: Any,
+    model: StandardModel,
     dictionary: Dictionary,
     prompts: Prompts,
     features: int | Sequence[int],
@@ -153,7 +154,7 @@ def set_features(
 
 
 def _set(
-    model: Any,
+    model: StandardModel,
     dictionary: Dictionary,
     prompts: Prompts,
     features: Any,

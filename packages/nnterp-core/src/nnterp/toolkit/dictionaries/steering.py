@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import nnsight
 
@@ -11,6 +10,7 @@ import torch
 from torch import Tensor
 
 from ...errors import InvalidArgument
+from ...protocols import StandardModel
 from .. import _arguments
 from ..cache import _host
 from . import _inputs
@@ -20,7 +20,7 @@ from .dictionary import Dictionary
 
 @torch.no_grad()
 def steer_features(
-    model: Any,
+    model: StandardModel,
     dictionary: Dictionary,
     prompts: Prompts,
     features: int | Sequence[int],
