@@ -110,6 +110,8 @@ def forwards(model):
         ({"stop_at_layer": -4}, "stop_at_layer", "-4"),  # once wrapped around onto block 2
         ({"stop_at_layer": 0}, "stop_at_layer", "0"),  # the forward would end before layers.-1
         ({"names": []}, "names", "[]"),
+        ({"names": 3}, "names", "expected a standard name or a list of them"),
+        ({"names": ["layers.0.layer_output", None]}, "names", "expected a standard name"),
         ({"dtype": torch.int8}, "dtype", "torch.int8"),
         ({"engine": "fast"}, "engine", "'fast'"),
         ({"prompts": []}, "prompts", "[]"),

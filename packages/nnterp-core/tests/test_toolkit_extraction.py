@@ -339,13 +339,15 @@ def test_other_settings_texts_or_directories_are_refused_before_the_model_runs(t
         ({"engine": "fast"}, "engine", "'fast'"),
         ({"texts": {"text": ["a b", "c"]}}, "texts", "{'text': ['a b', 'c']}"),  # a dict of columns iterated its keys
         ({"texts": torch.tensor([5, 6, 7])}, "texts", "tensor([5, 6, 7])"),  # one document's ids, not wrapped
+        ({"values": []}, "values", "no values asked for"),
+        ({"values": 3}, "values", "expected a standard name"),
     ],
 )
 def test_arguments_out_of_range_are_refused_by_name_before_anything_is_written(tiny_model, tmp_path, arguments, argument, shown):
     model = tiny_model("gpt2")
-    call = {"texts": TEXTS, **RESUMED} | arguments
+    call = {"texts": TEXTS, "values": ["layers.0.layer_output"], **RESUMED} | arguments
     with pytest.raises(InvalidArgument) as raised:
-        extract_values(model, call.pop("texts"), ["layers.0.layer_output"], tmp_path / "new", **call)
+        extract_values(model, call.pop("texts"), call.pop("values"), tmp_path / "new", **call)
     message = str(raised.value)
     assert raised.value.argument == argument and f"extract_values({argument}=" in message and shown in message, message
     assert not (tmp_path / "new").exists()

@@ -88,4 +88,3 @@ def members(protocol: type) -> list[str]:
             dict.fromkeys(name for name in vars(klass) if not name.startswith("__") and name != "_is_protocol")
         )
     return [name for name in names if not name.startswith("_abc")]
-

@@ -11,7 +11,7 @@ called.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +33,7 @@ __all__ = [
     "layers",
     "left_padding",
     "loaded",
+    "names",
     "outside_trace",
     "positions",
     "prompt_positions",
@@ -185,6 +186,19 @@ def count(given: Any, *, function: str, argument: str, minimum: int = 1) -> int:
     if value < minimum:
         raise InvalidArgument(function, argument, given, f"expected an int of at least {minimum}", fix)
     return value
+
+
+def names(given: Any, *, function: str, argument: str = "names") -> list[str]:
+    """Standard names as a list (one name or several), refused when there is none or one is not a string."""
+    iterable = isinstance(given, Iterable) and not isinstance(given, (bytes, Mapping, torch.Tensor))
+    listed = [given] if isinstance(given, str) else list(given) if iterable else None
+    if listed is None or not all(isinstance(name, str) for name in listed):
+        raise InvalidArgument(function, argument, given, "expected a standard name or a list of them")
+    if not listed:
+        raise InvalidArgument(
+            function, argument, given, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'"
+        )
+    return listed
 
 
 def vector(given: Any, width: int, *, function: str, argument: str, what: str = "the model's hidden_size") -> Tensor:

@@ -432,11 +432,7 @@ def cache_values(
     batch_size = _arguments.count(batch_size, function=function, argument="batch_size")
     _check_dtype(dtype, function)
     _check_engine(engine, function)
-    names = [names] if isinstance(names, str) else list(names)
-    if not names:
-        raise InvalidArgument(
-            function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'"
-        )
+    names = _arguments.names(names, function=function)
     if stop_at_layer is not None:
         stop_at_layer = _arguments.layer(model, stop_at_layer, function=function, argument="stop_at_layer")
     max_bytes = _checked_limit(max_bytes, function)
@@ -517,11 +513,7 @@ def estimate_cache(
     """
     function = "estimate_cache"
     _check_dtype(dtype, function)
-    names = [names] if isinstance(names, str) else list(names)
-    if not names:
-        raise InvalidArgument(
-            function, "names", names, "no values asked for", "name at least one, e.g. 'layers.0.layer_output'"
-        )
+    names = _arguments.names(names, function=function)
     batch = _arguments.prompts(model, prompts, function=function)
     return _estimate(model, _planned(model, names), batch, dtype)
 

@@ -471,6 +471,7 @@ def extract_values(
         max_length = _arguments.count(max_length, function=function, argument="max_length")
     _check_dtype(dtype, function)
     _check_engine(engine, function)
+    values = _arguments.names(values, function=function, argument="values")
     requested = expand_names(model, values, fresh_calls=True)  # every call is a fresh one
     axes = _token_axes(model, requested)
     directory = Path(directory)
