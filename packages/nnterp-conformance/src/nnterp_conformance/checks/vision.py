@@ -6,6 +6,7 @@ case's first prompt behind the processor's image token, so the tower runs.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
 from typing import Any
 
@@ -237,7 +238,10 @@ def vision_interior_feeds_the_output(model: VisionModel, case: Case) -> str:
     """
     names = ("attention_queries", "attention_keys", "attention_values")
     layer = case.pick(vision_blocks(model, "self_attn.attention_output", *(f"self_attn.{name}" for name in names)))
-    attention = lambda model: model.vision.layers[layer].self_attn  # noqa: E731
+
+    def attention(model: VisionModel) -> Any:
+        return model.vision.layers[layer].self_attn
+
     prompts, images = image_inputs(model, case)
     noise = replace(case, edit="noise")
     shifts = []
@@ -266,7 +270,7 @@ def vision_interior_feeds_the_output(model: VisionModel, case: Case) -> str:
 @check("vision", applies=has_vision)
 def image_features_reach_the_text(model: VisionModel, case: Case) -> str:
     """layers[0].layer_input[image_token_mask] == image_features, one feature row per image token; a row with no image reads as alone."""
-    vision = lambda model: model.vision  # noqa: E731
+    vision = operator.attrgetter("vision")
     mask, features, stream = read_image(
         model,
         case,

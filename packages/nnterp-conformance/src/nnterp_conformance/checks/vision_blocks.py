@@ -8,6 +8,7 @@ check skip with the tower's own reason.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import nnsight
@@ -230,7 +231,7 @@ def projector_reads_the_selected_stream(model: VisionModel, case: Case) -> str:
     selection = projector.selection()
     if isinstance(selection, str):
         raise Skip(f"projector_input is no tower value as it is: {selection}")
-    vision = lambda model: model.vision  # noqa: E731
+    vision = operator.attrgetter("vision")
     plan = [(vision, chosen.value) for chosen in selection] + [(lambda model: model.projector, "projector_input")]
     *streams, taken = tower_reads(model, case, plan)
     expected = projector.laid_out(

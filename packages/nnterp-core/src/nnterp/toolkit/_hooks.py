@@ -224,7 +224,10 @@ def model_inputs(model: StandardModel, inputs: tuple, kwargs: dict | None = None
     args, call = model._batch([(inputs, kwargs)], "__call__")
     device = model.device
     if device is not None:
-        move = lambda value: value.to(device) if isinstance(value, Tensor) else value  # noqa: E731
+
+        def move(value: Any) -> Any:
+            return value.to(device) if isinstance(value, Tensor) else value
+
         args = tuple(move(value) for value in args)
         call = {key: move(value) for key, value in call.items()}
     return args, call

@@ -97,7 +97,10 @@ def post_norm(
     host, value = getattr(model.layers[index], sublayer), CONTRIBUTION[sublayer]
     where = boundary(host, value)
     module = None if isinstance(where, str) or where.last != "output" else where.module
-    close = lambda a, b: torch.allclose(a.to(b.device), b, rtol=1e-2, atol=1e-2 * float(b.abs().max()) + 1e-6)  # noqa: E731
+
+    def close(a: Tensor, b: Tensor) -> bool:
+        return torch.allclose(a.to(b.device), b, rtol=1e-2, atol=1e-2 * float(b.abs().max()) + 1e-6)
+
     refusal = f"{value} is not {what} on this family, nor a norm of it (a scale or another operation follows), so its split is not linear"
     if module is None or module is host._module:
         if not close(raw, total):
