@@ -31,21 +31,11 @@ from ..components.qwen import QwenVision, QwenVisionAttention, QwenVisionLayer, 
 from ..components.qwen3 import Qwen3Merger
 from ..tiny.qwen2_vl import QwenVLTinyConfig
 from ..tiny.sizes import QWEN_TOKENS, TEXT
+from ..tiny.sizes import QWEN_VIT as VIT  # a Qwen ViT without frames in depth or windows
 from . import exaone4_5
 
 #: GLM-Image's ViT MLP names
 FC_MLP = {"fc1": "up_proj", "fc2": "down_proj", "activation_fn": "act_fn"}
-
-#: a Qwen ViT without frames in depth or windows, over a plain Qwen3 text model
-VIT = {
-    "depth": 2,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_heads": 4,
-    "patch_size": 8,
-    "spatial_merge_size": 2,
-    "out_hidden_size": 64,
-}
 
 FAMILY = exaone4_5.FAMILY.replace(
     name="llava_onevision1_5",

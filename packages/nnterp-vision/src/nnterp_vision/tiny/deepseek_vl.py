@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from . import IMAGE_TOKEN, VisionTinyConfig
-from .idefics3 import TEXT
-from .paligemma import SIGLIP
+from . import IMAGE_TOKEN, IMAGE_TOKEN_FIELD, VisionTinyConfig, check_token_ids, with_named_tokens
+from .sizes import SIGLIP, TEXT
 
 
 @dataclass(frozen=True)
@@ -23,23 +22,22 @@ class DeepseekVLTinyConfig(VisionTinyConfig):
     the tokenizer's ``image_token``.
     """
 
-    def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
-        """Save the DeepSeek-VL processor: ``tokenizer`` with the image token named, and an image processor sized to the tower."""
-        from transformers import DeepseekVLImageProcessor, DeepseekVLProcessor
+    #: the tokens the processor reads off the tokenizer, by attribute name (the image token first)
+    named_tokens: ClassVar[dict[str, str]] = {"image_token": IMAGE_TOKEN}
+    #: the name prefix of the processor and image processor classes in ``transformers`` (Janus's take the same)
+    prefix: ClassVar[str] = "DeepseekVL"
 
-        tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
-        tokenizer.save_pretrained(directory)
-        # reloaded to name it: the processor reads tokenizer.image_token
-        tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens={"image_token": IMAGE_TOKEN})
-        token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
-        if token != config.image_token_id:
-            raise ValueError(
-                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
-            )
+    def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
+        """Save the processor: ``tokenizer`` with its image tokens named, and an image processor sized to the tower."""
+        import transformers
+
+        # reloaded to name them: the processor reads tokenizer.image_token (Janus's boi_token and eoi_token too)
+        tokenizer = with_named_tokens(tokenizer, directory, self.named_tokens)
+        check_token_ids(self.model_type, tokenizer, config, IMAGE_TOKEN_FIELD)
         vision = config.vision_config
         side = vision.image_size
-        images = DeepseekVLImageProcessor(size={"height": side, "width": side})
-        processor = DeepseekVLProcessor(
+        images = getattr(transformers, f"{self.prefix}ImageProcessor")(size={"height": side, "width": side})
+        processor = getattr(transformers, f"{self.prefix}Processor")(
             image_processor=images, tokenizer=tokenizer, num_image_tokens=(side // vision.patch_size) ** 2
         )
         processor.save_pretrained(directory)

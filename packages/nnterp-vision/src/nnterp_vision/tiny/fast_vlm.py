@@ -9,22 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import IMAGE_TOKEN, VisionTinyConfig
+from . import IMAGE_TOKEN, IMAGE_TOKEN_FIELD, VisionTinyConfig, add_tokens
+from .sizes import QWEN2_SIZED
 
-#: a Qwen2 text model, the sizes every tiny checkpoint shares
-TEXT = {
-    "model_type": "qwen2",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
-}
 #: FastViT-MCi3 (FastVLM's tower) shrunk: one block per stage (three RepMixer stages, two attention stages), a total
 #: stride of 64, so a 128-pixel image is a 2 x 2 feature map of final_conv's 64 channels (twice the last stage's 32)
 FASTVIT = {
@@ -73,12 +60,7 @@ class FastVlmTinyConfig(VisionTinyConfig):
         """Save the LLaVA processor: ``tokenizer`` with the image token, a CLIP image processor to ``SIDE``, a patch of the tower's stride."""
         from transformers import CLIPImageProcessor, LlavaProcessor
 
-        tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
-        token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
-        if token != config.image_token_id:
-            raise ValueError(
-                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
-            )
+        add_tokens(self.model_type, tokenizer, config, IMAGE_TOKEN_FIELD)
         images = CLIPImageProcessor(size={"shortest_edge": SIDE}, crop_size={"height": SIDE, "width": SIDE})
         processor = LlavaProcessor(
             image_processor=images,
@@ -93,5 +75,7 @@ class FastVlmTinyConfig(VisionTinyConfig):
 
 #: the image token follows the tokenizer's 300 entries; 4 image tokens per image (a 2 x 2 map)
 TINY = FastVlmTinyConfig(
-    "fast_vlm", {"text_config": TEXT, "vision_config": FASTVIT, "image_token_id": 300, "image_seq_length": 4}, load=LOAD
+    "fast_vlm",
+    {"text_config": QWEN2_SIZED, "vision_config": FASTVIT, "image_token_id": 300, "image_seq_length": 4},
+    load=LOAD,
 )

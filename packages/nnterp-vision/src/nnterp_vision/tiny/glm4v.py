@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import add_tokens
 from .qwen2_vl import QwenVLTinyConfig
+from .sizes import TEXT_SIZES
 
 #: the processor's tokens, in the order the tokenizer gains them, and the config fields that name them
 GLM_TOKENS = {
@@ -23,15 +25,6 @@ GLM_TOKENS = {
 }
 #: their ids: after the tokenizer's 300 entries
 GLM_TOKEN_IDS = {field: 300 + index for index, field in enumerate(GLM_TOKENS.values())}
-
-
-def add_tokens(model_type: str, tokenizer: Any, config: Any, tokens: dict[str, str]) -> None:
-    """Give ``tokenizer`` the special ``tokens`` in order, checking each id against its config field."""
-    tokenizer.add_tokens(list(tokens), special_tokens=True)
-    for token, name in tokens.items():
-        found = tokenizer.convert_tokens_to_ids(token)
-        if found != getattr(config, name):
-            raise ValueError(f"{model_type}: {token} is id {found}; the config's {name} is {getattr(config, name)}")
 
 
 @dataclass(frozen=True)
@@ -103,18 +96,7 @@ TINY = Glm4vTinyConfig("glm4v", {"text_config": GLM4V_TEXT, "vision_config": GLM
 #: GLM-4.5V: the same tower and processor on a GLM-4-MoE text model (4 routed experts, top 2, one shared); block 0 dense
 TINY_MOE = Glm4vTinyConfig("glm4v_moe", {"text_config": GLM4V_TEXT, "vision_config": GLM4V_VIT, **GLM_TOKEN_IDS})
 #: GLM-4.1V's text model, whole: GLM-4.6V builds its sub-configs through AutoConfig, which TinyConfig does not shrink
-GLM4V_TEXT_SIZED = {
-    "model_type": "glm4v_text",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 256,
-    "pad_token_id": 0,
-    **GLM4V_TEXT,
-}
+GLM4V_TEXT_SIZED = {"model_type": "glm4v_text", **TEXT_SIZES, **GLM4V_TEXT}
 #: GLM-4.6V: GLM-4.1V's tower and text model (its defaults) under its own processor, the same as GLM-4.1V's
 TINY_46V = Glm4vTinyConfig(
     "glm46v",

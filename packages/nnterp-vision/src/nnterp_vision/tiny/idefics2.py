@@ -10,17 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from . import VisionTinyConfig
-from .idefics3 import TEXT
+from .sizes import TEXT, TOWER
 
-#: an Idefics2 tower on 32-pixel images in 8-pixel patches: 16 patches, no class row
-IDEFICS2_VISION = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 32,
-    "patch_size": 8,
-}
 #: the resampler: 4 latents per image through 2 blocks, at the text width (grouped-query, 4 heads of 16 over 2 key heads)
 PERCEIVER = {
     "hidden_size": 64,
@@ -58,12 +49,12 @@ class Idefics2TinyConfig(VisionTinyConfig):
         processor.save_pretrained(directory)
 
 
-#: nested text config declared through AutoConfig: given whole, Mistral's; 4 image tokens per image
+#: nested text config declared through AutoConfig: given whole, Mistral's; 16 patches (no class row), 4 image tokens
 TINY = Idefics2TinyConfig(
     "idefics2",
     {
         "text_config": {**TEXT, "model_type": "mistral"},
-        "vision_config": IDEFICS2_VISION,
+        "vision_config": TOWER,
         "perceiver_config": PERCEIVER,
         "image_token_id": 301,
     },

@@ -9,23 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import IMAGE_TOKEN, VisionTinyConfig
-from .sizes import TEXT
+from . import IMAGE_TOKEN, IMAGE_TOKEN_FIELD, VisionTinyConfig, check_token_ids
+from .sizes import TEXT, TOWER
 
 #: the tokens the processor wraps each image's with, added in this order after the tokenizer's 300 entries
 FAKE_IMAGE_TOKEN = "<fake_token_around_image>"
 END_OF_UTTERANCE = "<end_of_utterance>"
 GLOBAL_IMAGE_TAG = "<global-img>"
 #: an Idefics3 tower on 32-pixel images in 8-pixel patches: 16 patches, no class row
-IDEFICS3_VISION = {
-    "model_type": "idefics3_vision",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 32,
-    "patch_size": 8,
-}
+IDEFICS3_VISION = {"model_type": "idefics3_vision", **TOWER}
 
 
 @dataclass(frozen=True)
@@ -45,11 +37,7 @@ class Idefics3TinyConfig(VisionTinyConfig):
         tokenizer.add_special_tokens(
             {"additional_special_tokens": [FAKE_IMAGE_TOKEN, IMAGE_TOKEN, END_OF_UTTERANCE, GLOBAL_IMAGE_TAG]}
         )
-        token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
-        if token != config.image_token_id:
-            raise ValueError(
-                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
-            )
+        check_token_ids(self.model_type, tokenizer, config, IMAGE_TOKEN_FIELD)
         vision = config.vision_config
         side = vision.image_size
         images = Idefics3ImageProcessor(

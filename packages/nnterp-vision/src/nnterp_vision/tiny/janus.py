@@ -6,11 +6,11 @@ Light on purpose: transformers is imported only when a checkpoint is written.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
-from . import IMAGE_TOKEN, VisionTinyConfig
-from .idefics3 import TEXT
+from . import IMAGE_TOKEN
+from .deepseek_vl import DeepseekVLTinyConfig
+from .sizes import TEXT
 
 #: the tokens around each image's, added after the image token
 BOI, EOI = "<begin_of_image>", "<end_of_image>"
@@ -41,30 +41,11 @@ VQ = {
 
 
 @dataclass(frozen=True)
-class JanusTinyConfig(VisionTinyConfig):
+class JanusTinyConfig(DeepseekVLTinyConfig):
     """Janus's processor: each placeholder becomes ``<begin_of_image>``, ``num_image_tokens`` image tokens, ``<end_of_image>``."""
 
-    def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
-        """Save the Janus processor: ``tokenizer`` with the three image tokens named, and an image processor sized to the tower."""
-        from transformers import JanusImageProcessor, JanusProcessor
-
-        tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN, BOI, EOI]})
-        tokenizer.save_pretrained(directory)
-        # reloaded to name them: the processor reads tokenizer.image_token, boi_token and eoi_token
-        named = {"image_token": IMAGE_TOKEN, "boi_token": BOI, "eoi_token": EOI}
-        tokenizer = type(tokenizer).from_pretrained(directory, extra_special_tokens=named)
-        token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
-        if token != config.image_token_id:
-            raise ValueError(
-                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
-            )
-        vision = config.vision_config
-        side = vision.image_size
-        images = JanusImageProcessor(size={"height": side, "width": side})
-        processor = JanusProcessor(
-            image_processor=images, tokenizer=tokenizer, num_image_tokens=(side // vision.patch_size) ** 2
-        )
-        processor.save_pretrained(directory)
+    named_tokens: ClassVar[dict[str, str]] = {"image_token": IMAGE_TOKEN, "boi_token": BOI, "eoi_token": EOI}
+    prefix: ClassVar[str] = "Janus"
 
 
 #: the image token is id 300; 16 image tokens per image, between the begin and end tokens (301, 302)

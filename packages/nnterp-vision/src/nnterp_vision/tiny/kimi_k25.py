@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import VisionTinyConfig
+from . import VisionTinyConfig, add_tokens
 
 #: the processor's tokens, in the order the tokenizer gains them, and the config fields naming their ids (after the 300 entries)
 KIMI_TOKENS = {
@@ -77,8 +77,6 @@ class KimiK25TinyConfig(VisionTinyConfig):
         from transformers.models.kimi_k25.image_processing_kimi_k25 import Kimi_K25ImageProcessor
         from transformers.models.kimi_k25.processing_kimi_k25 import Kimi_K25Processor
         from transformers.models.kimi_k25.video_processing_kimi_k25 import Kimi_K25VideoProcessor
-
-        from .glm4v import add_tokens
 
         add_tokens(self.model_type, tokenizer, config, KIMI_TOKENS)
         vision = config.vision_config

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import VisionTinyConfig
+from . import VisionTinyConfig, check_token_ids
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries (``<|patch|>`` receives the features)
 TOKENS = ("<|image_start|>", "<|image_end|>", "<|image|>", "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>")
@@ -39,13 +39,8 @@ class Llama4TinyConfig(VisionTinyConfig):
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the Llama 4 processor, its tokens at fixed ids, its image processor sized to the tower (one tile)."""
         tokenizer.add_special_tokens({"additional_special_tokens": list(TOKENS)})
-        ids = {token: tokenizer.convert_tokens_to_ids(token) for token in TOKENS}
-        if (ids["<|image_start|>"], ids["<|image_end|>"], ids["<|patch|>"]) != (
-            config.boi_token_id,
-            config.eoi_token_id,
-            config.image_token_id,
-        ):
-            raise ValueError(f"{self.model_type}: the image tokens are ids {ids}; the config says otherwise")
+        fields = {"<|image_start|>": "boi_token_id", "<|image_end|>": "eoi_token_id", "<|patch|>": "image_token_id"}
+        check_token_ids(self.model_type, tokenizer, config, fields)
         from transformers import Llama4ImageProcessor, Llama4Processor  # torchvision, through the image processor
 
         vision = config.vision_config

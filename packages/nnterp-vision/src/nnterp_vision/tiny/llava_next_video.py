@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import IMAGE_TOKEN, VisionTinyConfig
-from .llava_onevision import VIDEO_TOKEN
+from . import IMAGE_VIDEO_FIELDS, add_tokens
+from .llava_next import LlavaNextTinyConfig
 
 
 @dataclass(frozen=True)
-class LlavaNextVideoTinyConfig(VisionTinyConfig):
+class LlavaNextVideoTinyConfig(LlavaNextTinyConfig):
     """A LLaVA-NeXT-Video checkpoint: LLaVA-NeXT's anyres image processor, a video processor no trace uses, and both tokens.
 
     The processor counts an image's tokens as LLaVA-NeXT's does (the class
@@ -24,25 +24,16 @@ class LlavaNextVideoTinyConfig(VisionTinyConfig):
 
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the LLaVA-NeXT-Video processor: ``tokenizer`` with the image and video tokens, an anyres image processor."""
-        from transformers import LlavaNextImageProcessor
         from transformers.models.llava_next_video.processing_llava_next_video import LlavaNextVideoProcessor
         from transformers.models.llava_next_video.video_processing_llava_next_video import LlavaNextVideoVideoProcessor
 
-        tokenizer.add_tokens([IMAGE_TOKEN, VIDEO_TOKEN], special_tokens=True)
-        ids = tokenizer.convert_tokens_to_ids([IMAGE_TOKEN, VIDEO_TOKEN])
-        if ids != [config.image_token_id, config.video_token_id]:
-            raise ValueError(f"{self.model_type}: the image and video tokens are ids {ids}; the config says otherwise")
+        add_tokens(self.model_type, tokenizer, config, IMAGE_VIDEO_FIELDS)
         vision = config.vision_config
         side = vision.image_size
-        images = LlavaNextImageProcessor(
-            size={"shortest_edge": side},
-            crop_size={"height": side, "width": side},
-            image_grid_pinpoints=[list(pinpoint) for pinpoint in config.image_grid_pinpoints],
-        )
         videos = LlavaNextVideoVideoProcessor(size={"shortest_edge": side}, crop_size={"height": side, "width": side})
         processor = LlavaNextVideoProcessor(
             video_processor=videos,
-            image_processor=images,
+            image_processor=self.image_processor(config),
             tokenizer=tokenizer,
             patch_size=vision.patch_size,
             vision_feature_select_strategy=config.vision_feature_select_strategy,

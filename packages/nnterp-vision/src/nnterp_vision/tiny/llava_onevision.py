@@ -9,11 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import IMAGE_TOKEN, VisionTinyConfig
+from . import IMAGE_VIDEO_FIELDS, VisionTinyConfig, add_tokens
 from .sizes import QWEN2, SIGLIP
-
-#: the placeholder of a video, the token after the image's
-VIDEO_TOKEN = "<video>"
 
 
 @dataclass(frozen=True)
@@ -35,10 +32,7 @@ class LlavaOnevisionTinyConfig(VisionTinyConfig):
         from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
         from transformers.models.llava_onevision.video_processing_llava_onevision import LlavaOnevisionVideoProcessor
 
-        tokenizer.add_tokens([IMAGE_TOKEN, VIDEO_TOKEN], special_tokens=True)
-        ids = tokenizer.convert_tokens_to_ids([IMAGE_TOKEN, VIDEO_TOKEN])
-        if ids != [config.image_token_id, config.video_token_id]:
-            raise ValueError(f"{self.model_type}: the image and video tokens are ids {ids}; the config says otherwise")
+        add_tokens(self.model_type, tokenizer, config, IMAGE_VIDEO_FIELDS)
         vision = config.vision_config
         side = vision.image_size
         images = LlavaOnevisionImageProcessorPil(

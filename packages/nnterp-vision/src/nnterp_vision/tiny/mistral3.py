@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import VisionTinyConfig
+from . import VisionTinyConfig, check_token_ids
 
 #: the processor's tokens, in the order the tokenizer gains them: the first is the image token
 PIXTRAL_TOKENS = ("[IMG]", "[IMG_BREAK]", "[IMG_END]")
@@ -33,11 +33,7 @@ class PixtralTinyConfig(VisionTinyConfig):
         )
 
         tokenizer.add_tokens(list(PIXTRAL_TOKENS), special_tokens=True)
-        token = tokenizer.convert_tokens_to_ids(PIXTRAL_TOKENS[0])
-        if token != config.image_token_id:
-            raise ValueError(
-                f"{self.model_type}: the image token is id {token}; the config says {config.image_token_id}"
-            )
+        check_token_ids(self.model_type, tokenizer, config, {PIXTRAL_TOKENS[0]: "image_token_id"})
         vision = config.vision_config
         merge = getattr(config, "spatial_merge_size", 1)
         unit = vision.patch_size * merge

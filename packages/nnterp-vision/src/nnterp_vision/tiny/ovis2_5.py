@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import with_named_tokens
+from . import check_token_ids, with_named_tokens
 from .qwen2_vl import QwenVLTinyConfig
-from .sizes import TEXT
+from .sizes import TEXT, TOWER
 
 #: the processor's tokens, added in this order after the tokenizer's 300 entries, and the tokenizer attributes naming them
 OVIS2_5_TOKENS = {
@@ -51,12 +51,8 @@ class Ovis2TinyConfig(QwenVLTinyConfig):
         from transformers.models.ovis2_5.video_processing_ovis2_5 import Ovis2_5VideoProcessor  # needs torchvision
 
         tokenizer = with_named_tokens(tokenizer, directory, OVIS2_5_TOKENS)
-        for name, field in OVIS2_5_TOKEN_FIELDS.items():
-            found = tokenizer.convert_tokens_to_ids(OVIS2_5_TOKENS[name])
-            if found != getattr(config, field):
-                raise ValueError(
-                    f"{self.model_type}: {OVIS2_5_TOKENS[name]} is id {found}; the config's {field} is {getattr(config, field)}"
-                )
+        fields = {OVIS2_5_TOKENS[name]: field for name, field in OVIS2_5_TOKEN_FIELDS.items()}
+        check_token_ids(self.model_type, tokenizer, config, fields)
         vision = config.vision_config
         fewest, most = self.pixels
         sizes = {
@@ -72,12 +68,7 @@ class Ovis2TinyConfig(QwenVLTinyConfig):
 #: a tower of two blocks, the first in 32-pixel windows (2 x 2 merge blocks), on a 4 x 4 learned position grid; a
 #: visual vocabulary of 32 words and the 4 indicators
 OVIS2_5_VIT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "patch_size": 8,
-    "image_size": 32,
+    **TOWER,
     "spatial_merge_size": 2,
     "window_size": 32,
     "layer_types": ["window_attention", "full_attention"],

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .glm4v import add_tokens
+from . import add_tokens
 from .qwen2_vl import QWEN_TOKEN_FIELDS, QwenVLTinyConfig
 
 #: the processor's tokens and the config fields naming them (image, video, vision start, vision end: Qwen2-VL's fields)

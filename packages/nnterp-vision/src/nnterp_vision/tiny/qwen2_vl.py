@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import VisionTinyConfig
+from . import VisionTinyConfig, add_tokens
 
 #: the processor's tokens, in the order the tokenizer gains them: image, video, then the image's brackets
 QWEN_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
@@ -47,35 +47,29 @@ class QwenVLTinyConfig(VisionTinyConfig):
 
     def save_preprocessors(self, directory: Path, tokenizer: Any, config: Any) -> None:
         """Save the Qwen processor: ``tokenizer`` with the image tokens, and an image processor sized to the tower."""
-        import importlib
-
         from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
-        from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor  # needs torchvision
 
-        tokenizer.add_tokens(list(QWEN_TOKENS), special_tokens=True)
-        for token, name in zip(QWEN_TOKENS, QWEN_TOKEN_FIELDS):
-            found = tokenizer.convert_tokens_to_ids(token)
-            if found != getattr(config, name):
-                raise ValueError(
-                    f"{self.model_type}: {token} is id {found}; the config's {name} is {getattr(config, name)}"
-                )
+        add_tokens(self.model_type, tokenizer, config, dict(zip(QWEN_TOKENS, QWEN_TOKEN_FIELDS)))
         vision = config.vision_config
         fewest, most = self.pixels
-        # a tower patching each frame alone (a 2D convolution: LLaVA-OneVision-1.5's) has no temporal_patch_size
-        frames = getattr(vision, "temporal_patch_size", 1)
-        images = Qwen2VLImageProcessorPil(
-            size={"shortest_edge": fewest, "longest_edge": most},
-            patch_size=vision.patch_size,
-            temporal_patch_size=frames,
-            merge_size=vision.spatial_merge_size,
-        )
+        sizes = {
+            "patch_size": vision.patch_size,
+            # a tower patching each frame alone (a 2D convolution: LLaVA-OneVision-1.5's) has no temporal_patch_size
+            "temporal_patch_size": getattr(vision, "temporal_patch_size", 1),
+            "merge_size": vision.spatial_merge_size,
+        }
+        images = Qwen2VLImageProcessorPil(size={"shortest_edge": fewest, "longest_edge": most}, **sizes)
         # the processor requires its video processor, which needs torchvision; no video is ever traced
-        videos = Qwen2VLVideoProcessor(
-            patch_size=vision.patch_size, temporal_patch_size=frames, merge_size=vision.spatial_merge_size
-        )
+        videos, processor = self.processor_classes()
+        processor = processor(image_processor=images, tokenizer=tokenizer, video_processor=videos(**sizes))
+        processor.save_pretrained(directory)
+
+    def processor_classes(self) -> tuple[Any, Any]:
+        """The video processor's class (Qwen2-VL's, which needs torchvision) and the processor's (the wrapper's own)."""
+        import importlib
+
+        from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
         module = PROCESSOR_MODULES.get(self.model_type, self.model_type)
         processing = importlib.import_module(f"transformers.models.{module}.processing_{module}")
-        processor = getattr(processing, PROCESSORS[self.model_type])(
-            image_processor=images, tokenizer=tokenizer, video_processor=videos
-        )
-        processor.save_pretrained(directory)
+        return Qwen2VLVideoProcessor, getattr(processing, PROCESSORS[self.model_type])

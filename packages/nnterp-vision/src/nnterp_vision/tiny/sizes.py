@@ -4,37 +4,25 @@ Plain dictionaries, light on purpose: the families' ``tiny`` checkpoints are
 built from them, and nothing is imported until a checkpoint is written.
 """
 
-#: the text model: the sizes every tiny checkpoint shares
-TEXT = {
-    "model_type": "llama",
+#: the text model's sizes without head_dim (a config deriving it keeps None) or bos and eos tokens (GLM-4V's has none)
+TEXT_SIZES = {
     "vocab_size": 320,
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "head_dim": 16,
     "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
     "pad_token_id": 0,
 }
+#: the text model: the sizes every tiny checkpoint shares
+TEXT = {"model_type": "llama", **TEXT_SIZES, "head_dim": 16, "bos_token_id": 0, "eos_token_id": 0}
 #: the text model as Qwen2 (LLaVA-OneVision's, InternVL's)
 QWEN2 = {**TEXT, "model_type": "qwen2"}
-#: a SigLIP tower on 32-pixel images in 8-pixel patches: 16 patches (4 x 4), no class row, no pooling head
-SIGLIP = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 32,
-    "patch_size": 8,
-    "vision_use_head": False,
-}
-#: a CLIP tower on 32-pixel images in 8-pixel patches: 16 patches and the class row
-CLIP = {
-    "model_type": "clip_vision_model",
+#: the text model as Qwen2, head_dim derived (None in the config): FastVLM's, VideoLLaMA3's (built whole, by AutoConfig)
+QWEN2_SIZED = {"model_type": "qwen2", **TEXT_SIZES, "bos_token_id": 0, "eos_token_id": 0}
+#: a tower on 32-pixel images in 8-pixel patches: 16 patches (4 x 4) at the text width (Idefics2's, no model type named)
+TOWER = {
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_hidden_layers": 2,
@@ -42,6 +30,10 @@ CLIP = {
     "image_size": 32,
     "patch_size": 8,
 }
+#: a SigLIP tower: no class row, no pooling head
+SIGLIP = {"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False}
+#: a CLIP tower: the 16 patches and the class row
+CLIP = {"model_type": "clip_vision_model", **TOWER}
 
 #: a Pixtral tower: any resolution up to 48 pixels a side, in 4-pixel patches (the checks' 40x48 image: 10x12 patches)
 PIXTRAL = {
@@ -68,18 +60,17 @@ QWEN2_VL_VIT = {
     "spatial_merge_size": 2,
     "temporal_patch_size": 2,
 }
-QWEN2_5_VL_VIT = {
+#: a Qwen ViT at the text width, merging 2 x 2 patches; without frames in depth or windows (LLaVA-OneVision-1.5's)
+QWEN_VIT = {
     "depth": 2,
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_heads": 4,
     "patch_size": 8,
     "spatial_merge_size": 2,
-    "temporal_patch_size": 2,
-    "window_size": 32,
     "out_hidden_size": 64,
-    "fullatt_block_indexes": [1],
 }
+QWEN2_5_VL_VIT = {**QWEN_VIT, "temporal_patch_size": 2, "window_size": 32, "fullatt_block_indexes": [1]}
 #: Qwen3-VL's text model: interleaved 3D rotary positions; mrope_section sums to head_dim // 2
 QWEN3_TEXT = {
     "head_dim": 16,
@@ -110,15 +101,4 @@ QWEN3_5_TEXT = {
     },
 }
 #: the learned position grid must be square (4 x 4); block 0 feeds the one DeepStack merger
-QWEN3_VL_VIT = {
-    "depth": 2,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_heads": 4,
-    "patch_size": 8,
-    "spatial_merge_size": 2,
-    "temporal_patch_size": 2,
-    "out_hidden_size": 64,
-    "num_position_embeddings": 16,
-    "deepstack_visual_indexes": [0],
-}
+QWEN3_VL_VIT = {**QWEN_VIT, "temporal_patch_size": 2, "num_position_embeddings": 16, "deepstack_visual_indexes": [0]}

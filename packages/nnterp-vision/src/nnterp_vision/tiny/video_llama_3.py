@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .glm4v import add_tokens
+from . import add_tokens
 from .qwen2_vl import QwenVLTinyConfig
+from .sizes import QWEN2_SIZED
 
 #: the processor's tokens and the config fields naming them
 VIDEO_LLAMA_3_TOKENS = {"<|image_pad|>": "image_token_id", "<|video_pad|>": "video_token_id"}
@@ -41,20 +42,6 @@ class VideoLlama3TinyConfig(QwenVLTinyConfig):
         )
 
 
-#: Qwen2's text model, whole: VideoLLaMA3 builds it through AutoConfig, which TinyConfig does not shrink
-QWEN2_TEXT = {
-    "model_type": "qwen2",
-    "vocab_size": 320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 256,
-    "bos_token_id": 0,
-    "eos_token_id": 0,
-    "pad_token_id": 0,
-}
 #: a tower 32 wide (2 heads of 16) apart from the text's 64
 VIDEO_LLAMA_3_VIT = {
     "hidden_size": 32,
@@ -63,9 +50,9 @@ VIDEO_LLAMA_3_VIT = {
     "num_attention_heads": 2,
     "patch_size": 8,
 }
-#: the checks' image: 5 x 6 patches, one image token each
+#: the checks' image: 5 x 6 patches, one image token each; Qwen2's text model whole (built through AutoConfig, unshrunk)
 TINY = VideoLlama3TinyConfig(
     "video_llama_3",
-    {"text_config": QWEN2_TEXT, "vision_config": VIDEO_LLAMA_3_VIT, "image_token_id": 300, "video_token_id": 301},
+    {"text_config": QWEN2_SIZED, "vision_config": VIDEO_LLAMA_3_VIT, "image_token_id": 300, "video_token_id": 301},
     pixels=(8 * 8 * 4, 48 * 48),
 )

@@ -9,10 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import IMAGE_TOKEN, VisionTinyConfig
-
-#: the video placeholder, added after the image token
-VIDEO_TOKEN = "<video>"
+from . import IMAGE_TOKEN, IMAGE_VIDEO_FIELDS, VIDEO_TOKEN, VisionTinyConfig, add_tokens
 
 
 @dataclass(frozen=True)
@@ -27,10 +24,7 @@ class VideoLlavaTinyConfig(VisionTinyConfig):
         """Save the Video-LLaVA processor: ``tokenizer`` with the image and video tokens, image and video processors sized to the tower."""
         from transformers import VideoLlavaImageProcessor, VideoLlavaProcessor, VideoLlavaVideoProcessor
 
-        tokenizer.add_tokens([IMAGE_TOKEN, VIDEO_TOKEN], special_tokens=True)
-        ids = [tokenizer.convert_tokens_to_ids(token) for token in (IMAGE_TOKEN, VIDEO_TOKEN)]
-        if ids != [config.image_token_id, config.video_token_id]:
-            raise ValueError(f"{self.model_type}: the image and video tokens are ids {ids}; the config says otherwise")
+        add_tokens(self.model_type, tokenizer, config, IMAGE_VIDEO_FIELDS)
         vision = config.vision_config
         side = vision.image_size
         square: dict[str, Any] = {"size": {"shortest_edge": side}, "crop_size": {"height": side, "width": side}}
